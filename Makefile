@@ -1,0 +1,89 @@
+# cobalt-bench: build the kernels whose dependencies are present, install,
+# test, run. `make help` lists the targets.
+PREFIX  ?= /usr/local
+VERSION := $(shell cat VERSION)
+CC      ?= cc
+CFLAGS  ?= -O3 -g
+CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -pthread -DCB_VERSION='"$(VERSION)"'
+LDLIBS  += -pthread -lm
+PYTHON  ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+
+BUILD := build
+BIN   := bin
+
+# ---- dependency detection: one line per kernel that is skipped ------------
+HWLOC_OK     := $(shell pkg-config --exists hwloc 2>/dev/null && echo yes)
+HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
+HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null)
+
+KERNELS :=
+SKIPPED :=
+ifeq ($(HWLOC_OK),yes)
+KERNELS += mem-test
+else
+SKIPPED += "mem-test: hwloc development files not found (Debian: libhwloc-dev)"
+endif
+
+COMMON_SRC := $(wildcard src/common/*.c)
+COMMON_OBJ := $(COMMON_SRC:src/%.c=$(BUILD)/%.o)
+COMMON_LIB := $(BUILD)/libcbcommon.a
+
+.PHONY: all kernels install test ctest run clean help
+all: kernels
+	@for s in $(SKIPPED); do echo "skipped $$s"; done
+
+kernels: $(KERNELS:%=$(BIN)/%)
+
+$(BUILD)/%.o: src/%.c $(wildcard src/common/*.h) VERSION
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -c -o $@ $<
+
+$(COMMON_LIB): $(COMMON_OBJ)
+	$(AR) rcs $@ $^
+
+# ---- mem-test ----------------------------------------------------------------
+MEMTEST_OBJ := $(BUILD)/mem-test/mem-test.o $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o
+$(BUILD)/mem-test/%.o: src/mem-test/%.h
+$(BIN)/mem-test: $(MEMTEST_OBJ) $(COMMON_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -o $@ $^ $(HWLOC_LIBS) $(LDLIBS)
+
+# ---- C unit tests (run by pytest, or here with `make ctest`) ----------------
+CTESTS := $(BUILD)/tests/test_common $(BUILD)/tests/test_memtest
+$(BUILD)/tests/test_common: tests/c/test_common.c tests/c/cb_test.h $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+$(BUILD)/tests/test_memtest: tests/c/test_memtest.c tests/c/cb_test.h $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+
+ctest: $(CTESTS)
+	@for t in $(CTESTS); do echo "== $$t"; $$t || exit 1; done
+
+# ---- install: a tree that works without the checkout --------------------------
+SHARE := $(PREFIX)/share/cobalt-bench
+install: all
+	install -d $(PREFIX)/bin $(PREFIX)/modulefiles/cobalt-bench $(SHARE)
+	for k in $(KERNELS); do install -m 755 $(BIN)/$$k $(PREFIX)/bin/; done
+	install -m 644 modulefiles/cobalt-bench/*.lua $(PREFIX)/modulefiles/cobalt-bench/
+	cp -R jobs reframe_checks site-configs $(SHARE)/
+	find $(SHARE) -name __pycache__ -prune -exec rm -rf {} +
+	install -m 644 VERSION README.md $(SHARE)/
+	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
+
+# ---- tests and the local suite -----------------------------------------------
+test: all $(CTESTS)
+	$(PYTHON) -m pytest tests
+
+run: all
+	./bench-suite/run-local
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+help:
+	@echo "make            build every kernel whose dependencies are present"
+	@echo "make install PREFIX=DIR   install bin/, modulefile, jobs, checks, site configs"
+	@echo "make test       C unit tests and pytest (starts the local Slurm cluster)"
+	@echo "make run        run the suite with ReFrame on this machine (site 'local')"
+	@echo "make clean      remove build outputs"

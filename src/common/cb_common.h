@@ -1,0 +1,115 @@
+/* Shared code of the cobalt-bench kernels: options, clock, results block,
+ * JSON document of the kernel contract, and hwloc topology.
+ * Exit codes are the kernel contract's (design.md). */
+#ifndef CB_COMMON_H
+#define CB_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CB_EXIT_OK 0          /* ran and compliant */
+#define CB_EXIT_NOT_COMPLIANT 1
+#define CB_EXIT_USAGE 2
+#define CB_EXIT_CANNOT_RUN 3
+
+#ifndef CB_VERSION
+#define CB_VERSION "0.0.0"
+#endif
+
+/* ---- messages ---------------------------------------------------------- */
+extern const char *cb_prog; /* set by each kernel's main */
+void cb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void cb_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+void cb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cb_print_version(const char *test_version);
+
+/* ---- option values: on bad input they exit 2 naming the option -------- */
+double cb_opt_double(const char *opt, const char *arg, double min, double max);
+long cb_opt_long(const char *opt, const char *arg, long min, long max);
+/* A list like "0-3,8,10-11" of non-negative integers into out[] (sorted, unique);
+ * returns the count; exits 2 on syntax errors or more than max entries. */
+int cb_opt_intlist(const char *opt, const char *arg, int *out, int max);
+/* Parse an int list without exiting: returns count, or -1 on error. */
+int cb_parse_intlist(const char *s, int *out, int max);
+
+/* ---- clock ------------------------------------------------------------- */
+uint64_t cb_now_ns(void);                  /* CLOCK_MONOTONIC */
+void cb_sleep_until_ns(uint64_t t_ns);     /* absolute, on CLOCK_MONOTONIC */
+void cb_iso8601_now(char *buf, size_t len); /* wall clock, UTC, for "started" */
+
+/* ---- human results block (ends the output) ----------------------------- */
+void cb_results_begin(FILE *f, const char *test_version);
+void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- JSON document ------------------------------------------------------ */
+typedef struct cb_json {
+    char *buf;
+    size_t len, cap;
+    int depth;
+    unsigned char need_comma[32];
+    int failed; /* allocation failure or nesting too deep */
+} cb_json;
+
+void cbj_init(cb_json *j);
+void cbj_free(cb_json *j);
+void cbj_obj_begin(cb_json *j, const char *key); /* key NULL inside arrays/top */
+void cbj_obj_end(cb_json *j);
+void cbj_arr_begin(cb_json *j, const char *key);
+void cbj_arr_end(cb_json *j);
+void cbj_str(cb_json *j, const char *key, const char *val);
+void cbj_num(cb_json *j, const char *key, double val); /* non-finite -> null */
+void cbj_int(cb_json *j, const char *key, long long val);
+void cbj_bool(cb_json *j, const char *key, int val);
+/* "name": {"value": v, "unit": u} inside the metrics object */
+void cbj_metric(cb_json *j, const char *name, double value, const char *unit);
+
+/* Starts the contract's document: test, version, test_version, host, started. */
+void cbj_doc_begin(cb_json *j, const char *test, const char *test_version,
+                   const char *started);
+/* Writes the document to path ("-" = stdout) atomically: a temporary file in
+ * the same directory, fsync, rename. Returns 0, or -1 with a message printed;
+ * an existing file is left untouched on failure. */
+int cb_json_write(const cb_json *j, const char *path);
+/* Checks before a long run that the JSON path can be written (directory exists). */
+int cb_json_path_ok(const char *path);
+
+/* ---- topology (hwloc) --------------------------------------------------- */
+#define CB_MAX_CPUS 4096
+typedef struct cb_numa {
+    int os_index;      /* NUMA node number as the OS names it */
+    int ncores;        /* cores with at least one PU in this node */
+    int *core_pu;      /* first PU (OS index) of each core */
+    int npus;
+    int *pus;          /* all PUs (OS indices) */
+    uint64_t memory;   /* local memory in bytes */
+} cb_numa;
+
+typedef struct cb_topo {
+    void *hw;          /* hwloc_topology_t */
+    int nnodes;
+    cb_numa *nodes;
+    uint64_t l3_bytes; /* largest L3 (or last-level) cache, 0 if unknown */
+} cb_topo;
+
+int cb_topo_load(cb_topo *t);              /* 0, or -1 with a message */
+void cb_topo_free(cb_topo *t);
+const cb_numa *cb_topo_node(const cb_topo *t, int os_index); /* NULL if absent */
+int cb_bind_thread_to_pu(const cb_topo *t, int pu);          /* 0 or -1 */
+/* Memory bound to one NUMA node (page aligned); NULL on failure. */
+void *cb_alloc_on_node(const cb_topo *t, int os_index, size_t size);
+void cb_free_on_node(const cb_topo *t, void *p, size_t size);
+
+/* ---- misc --------------------------------------------------------------- */
+void cb_hostname(char *buf, size_t len);
+/* splitmix64: a fast, well-mixed hash for patterns and spot positions */
+static inline uint64_t cb_mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+#endif

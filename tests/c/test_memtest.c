@@ -1,0 +1,162 @@
+/* Unit tests of mem-test's workload model, memory operations and verification. */
+#include "cb_test.h"
+#include "mem-test/memops.h"
+#include "mem-test/workload.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void *aligned(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, n) != 0)
+        abort();
+    memset(p, 0, n);
+    return p;
+}
+
+static void test_workload(void)
+{
+    mt_params p;
+    mt_params_default(&p);
+    CHECK(mt_params_check(&p) == NULL);
+    /* design.md: 18 x (3 x 10 + 1.5 x 6) = 702 Gbit/s */
+    CHECK_NEAR(mt_desired_gbits(&p), 702.0, 1e-6);
+    mt_stage st[MT_NSTAGES];
+    CHECK(mt_stages(&p, st) == 10);
+    CHECK_NEAR(st[0].period_s, 128 * 9000 * 8 / 3e9, 1e-12);
+    CHECK(st[2].op == MT_TRANSPOSE && st[2].rows == 128 && st[2].cols == 1125);
+    CHECK_NEAR(mt_hyperperiod_s(&p), 1024 * 9000 * 8 / 3e9, 1e-12);
+    /* every period divides the hyperperiod */
+    for (int i = 0; i < 10; i++) {
+        double q = mt_hyperperiod_s(&p) / st[i].period_s;
+        CHECK_NEAR(q, (double)(long)(q + 0.5), 1e-9);
+    }
+    p.stations = 1;
+    CHECK_NEAR(mt_desired_gbits(&p), 39.0, 1e-9);
+    p.reduction = 1;
+    CHECK_NEAR(mt_desired_gbits(&p), 3.0 * 16, 1e-9);
+    p.reduction = 2;
+    mt_set_desired(&p, 8.0);
+    CHECK_NEAR(mt_desired_gbits(&p), 8.0, 1e-9);
+    CHECK_NEAR(p.input_gbits, 8.0 / 13.0, 1e-12);
+    p.op_mask = 1u << MT_COPY;
+    CHECK(mt_stages(&p, st) == 4);
+    mt_params_default(&p);
+    p.op_mask = 1u << MT_COPY;
+    /* copies only: 18 x (3 x 2 x 2 + 1.5 x 2 x 2) */
+    CHECK_NEAR(mt_desired_gbits(&p), 18 * (12 + 6.0), 1e-6);
+
+    mt_params_default(&p);
+    p.packet_bytes = 9001;
+    CHECK(mt_params_check(&p) != NULL);
+    mt_params_default(&p);
+    p.large_packets = 1000;
+    CHECK(mt_params_check(&p) != NULL);
+    mt_params_default(&p);
+    p.sample_bytes = 3;
+    CHECK(mt_params_check(&p) != NULL);
+    mt_params_default(&p);
+    p.stations = 0;
+    CHECK(mt_params_check(&p) != NULL);
+}
+
+static void test_ops(void)
+{
+    const size_t n = 1 << 16; /* words */
+    uint64_t *a = aligned(n * 8), *b = aligned(n * 8);
+    mt_fill(a, n, 1000);
+    int ok = 1;
+    for (size_t i = 0; i < n; i++)
+        ok &= a[i] == 1000 + i;
+    CHECK(ok);
+    CHECK(mt_sum(a, n) == 1000 * (uint64_t)n + (uint64_t)n * (n - 1) / 2);
+    CHECK(mt_sum(a, 3) == 1000 + 1001 + 1002);
+    /* copy of odd lengths and offsets against memcmp */
+    for (size_t len = 8; len < 2000; len += 40) {
+        memset(b, 0, n * 8);
+        mt_copy((char *)b + 8, (char *)a + 16, len);
+        CHECK(memcmp((char *)b + 8, (char *)a + 16, len) == 0);
+        CHECK(((uint64_t *)((char *)b + 8 + len))[0] == 0); /* no overrun */
+    }
+    mt_copy(b, a, n * 8);
+    CHECK(memcmp(a, b, n * 8) == 0);
+    free(a);
+    free(b);
+}
+
+static void test_transpose_shape(size_t rows, size_t cols, size_t es)
+{
+    unsigned char *s = aligned(rows * cols * es), *d = aligned(rows * cols * es);
+    for (size_t i = 0; i < rows * cols * es; i++)
+        s[i] = (unsigned char)(i * 7 + i / 251);
+    mt_transpose(d, s, rows, cols, es);
+    int ok = 1;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            ok &= memcmp(d + (c * rows + r) * es, s + (r * cols + c) * es, es) == 0;
+    CHECK(ok);
+    free(s);
+    free(d);
+}
+
+static void test_verification(void)
+{
+    const size_t rows = 128, cols = 1125, n = rows * cols;
+    uint64_t *s = aligned(n * 8), *d = aligned(n * 8);
+    mt_fill(s, n, 5);
+    for (uint64_t seed = 1; seed < 50; seed++) {
+        /* a real copy passes, a skipped one fails */
+        mt_stamp(s, n, 8, seed);
+        mt_copy(d, s, n * 8);
+        CHECK(mt_check_copy(d, n, 8, seed) == 0);
+        mt_stamp(s, n, 8, seed + 1000);
+        CHECK(mt_check_copy(d, n, 8, seed + 1000) > 0);
+        /* a copy one word short is always caught (last element is a spot) */
+        mt_stamp(s, n, 8, seed + 2000);
+        mt_copy(d, s, (n - 1) * 8);
+        CHECK(mt_check_copy(d, n, 8, seed + 2000) > 0);
+        /* transposes: the tag must move to (c, r) */
+        mt_stamp(s, n, 8, seed);
+        mt_transpose(d, s, rows, cols, 8);
+        CHECK(mt_check_transpose(d, rows, cols, 8, seed) == 0);
+        mt_copy(d, s, n * 8); /* a copy is not a transpose */
+        CHECK(mt_check_transpose(d, rows, cols, 8, seed) > 0);
+        /* fills */
+        mt_fill(d, n, seed);
+        CHECK(mt_check_fill(d, n, seed) == 0);
+        CHECK(mt_check_fill(d, n, seed + 1) > 0);
+    }
+    /* reads: the known sum follows the stamps; a short read is caught */
+    uint64_t expect = mt_sum(s, n);
+    for (uint64_t seed = 1; seed < 20; seed++) {
+        mt_stamp_sum(s, n, seed, &expect);
+        CHECK(mt_sum(s, n) == expect);
+        CHECK(mt_sum(s, n - 1) != expect);
+    }
+    /* 4- and 16-byte samples */
+    mt_stamp(s, rows * cols * 2, 4, 77);
+    mt_transpose(d, s, rows, cols * 2, 4);
+    CHECK(mt_check_transpose(d, rows, cols * 2, 4, 77) == 0);
+    mt_stamp(s, rows * (cols / 2), 16, 78);
+    mt_transpose(d, s, rows, cols / 2, 16);
+    CHECK(mt_check_transpose(d, rows, cols / 2, 16, 78) == 0);
+    free(s);
+    free(d);
+}
+
+int main(void)
+{
+    test_workload();
+    test_ops();
+    test_transpose_shape(128, 1125, 8);
+    test_transpose_shape(1024, 1125, 8);
+    test_transpose_shape(8, 8, 8);
+    test_transpose_shape(7, 13, 8); /* not a multiple of the tile: generic path */
+    test_transpose_shape(128, 2250, 4);
+    test_transpose_shape(64, 562, 16);
+    test_transpose_shape(33, 65, 16);
+    test_verification();
+    printf("mem-test kernels: %s\n", mt_isa());
+    CBT_DONE();
+}

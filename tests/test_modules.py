@@ -1,0 +1,162 @@
+'''The `cobalt-bench` Lmod modulefile, in fresh shells (real Lmod, real kernels).'''
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+LMOD_INIT = '/usr/share/lmod/lmod/init/bash'
+
+pytestmark = pytest.mark.skipif(not os.path.exists(LMOD_INIT),
+                                reason=f'Lmod is not installed ({LMOD_INIT})')
+
+
+def fresh_env(**extra):
+    '''An environment as a new login would have it: no modules, no cobalt-bench.'''
+    env = {
+        'HOME': os.environ.get('HOME', '/root'),
+        'USER': os.environ.get('USER', 'root'),
+        'PATH': '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin',
+        'LANG': 'C.UTF-8',
+    }
+    env.update(extra)
+    return env
+
+
+def bash(script, *, cwd, login=False, env=None):
+    '''Run `script` in a new bash: non-login with Lmod sourced, or a login shell.'''
+    if login:
+        argv = ['bash', '-l', '-c', script]
+    else:
+        argv = ['bash', '-c', f'source {LMOD_INIT}\n{script}']
+
+    proc = subprocess.run(argv, cwd=cwd, env=env or fresh_env(), text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return proc
+
+
+def shell_vars(stdout):
+    return dict(line.split('=', 1) for line in stdout.splitlines() if '=' in line)
+
+
+@pytest.fixture(scope='module')
+def root(repo_root):
+    return os.path.realpath(str(repo_root))
+
+
+@pytest.fixture(scope='module')
+def version(root):
+    with open(os.path.join(root, 'VERSION')) as fp:
+        return fp.read().strip()
+
+
+@pytest.fixture(scope='module')
+def mem_test(root):
+    path = os.path.join(root, 'bin', 'mem-test')
+    assert os.access(path, os.X_OK), f'{path} is not built (run make)'
+    return path
+
+
+def test_modulefile_is_named_by_version(root, version):
+    assert os.path.isfile(
+        os.path.join(root, 'modulefiles', 'cobalt-bench', f'{version}.lua')
+    )
+
+
+def test_load_then_mem_test_version(root, version, mem_test):
+    proc = bash('module use modulefiles\n'
+                'module load cobalt-bench\n'
+                'mem-test --version', cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert version in proc.stdout
+
+
+def test_load_sets_paths_of_a_checkout(root, version, mem_test):
+    proc = bash(f'module use {root}/modulefiles\n'
+                f'module load cobalt-bench/{version}\n'
+                'echo MEM_TEST=$(command -v mem-test)\n'
+                'env | grep ^COBALT_BENCH_', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    got = shell_vars(proc.stdout)
+    assert got['MEM_TEST'] == mem_test
+    assert got['COBALT_BENCH_ROOT'] == root
+    assert got['COBALT_BENCH_VERSION'] == version
+    assert got['COBALT_BENCH_JOBS'] == os.path.join(root, 'jobs')
+    assert got['COBALT_BENCH_CHECKS'] == os.path.join(root, 'reframe_checks')
+    assert got['COBALT_BENCH_SITE_CONFIGS'] == os.path.join(root, 'site-configs')
+
+
+def test_login_shell_as_in_a_batch_job(root, version, mem_test):
+    # Batch scripts start with `#!/bin/bash -l`: `module` must come from the login setup.
+    proc = bash(f'module use {root}/modulefiles\n'
+                'module load cobalt-bench\n'
+                'mem-test --version', cwd='/', login=True)
+    assert proc.returncode == 0, proc.stderr
+    assert version in proc.stdout
+
+
+def test_loaded_module_survives_a_login_shell(root, mem_test):
+    # sbatch hands the submitting shell's environment to a job whose login shell resets
+    # PATH (Debian's /etc/profile); loading the module again must bring mem-test back.
+    proc = bash(f'module use {root}/modulefiles\n'
+                'module load cobalt-bench\n'
+                "bash -l -c 'module load cobalt-bench; command -v mem-test'",
+                cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == mem_test
+
+
+def test_unload_restores_path(root, mem_test):
+    proc = bash(f'module use {root}/modulefiles\n'
+                'before=$PATH\n'
+                'module load cobalt-bench\n'
+                'module unload cobalt-bench\n'
+                '[ "$PATH" = "$before" ] && echo SAME\n'
+                'env | grep -c ^COBALT_BENCH_ || true', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ['SAME', '0']
+
+
+def test_only_one_cobalt_bench_at_a_time(root, tmp_path, version):
+    # A second tree under another name (as a site might install one) is in the same family:
+    # loading it replaces the first.
+    other = tmp_path / 'other' / 'modulefiles' / 'cobalt-bench-dev'
+    other.mkdir(parents=True)
+    shutil.copy(os.path.join(root, 'modulefiles', 'cobalt-bench', f'{version}.lua'),
+                other / f'{version}.lua')
+    proc = bash(f'module use {root}/modulefiles\n'
+                f'module use {other.parent}\n'
+                'module load cobalt-bench\n'
+                'module load cobalt-bench-dev\n'
+                'module -t list 2>&1\n'
+                'echo ROOT=$COBALT_BENCH_ROOT', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    loaded = [line for line in proc.stdout.splitlines()
+              if line.startswith('cobalt-bench')]
+    assert loaded == [f'cobalt-bench-dev/{version}']
+    assert shell_vars(proc.stdout)['ROOT'] == str(tmp_path / 'other')
+
+
+def test_install_tree(root, tmp_path, version, mem_test):
+    prefix = tmp_path / 'prefix'
+    make = subprocess.run(['make', '-C', root, 'install', f'PREFIX={prefix}'],
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=600)
+    assert make.returncode == 0, make.stdout
+    share = prefix / 'share' / 'cobalt-bench'
+    proc = bash(f'module use {prefix}/modulefiles\n'
+                'module load cobalt-bench\n'
+                'mem-test --version\n'
+                'echo MEM_TEST=$(command -v mem-test)\n'
+                'env | grep ^COBALT_BENCH_', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    assert version in proc.stdout
+    got = shell_vars(proc.stdout)
+    assert got['MEM_TEST'] == str(prefix / 'bin' / 'mem-test')
+    assert got['COBALT_BENCH_ROOT'] == str(prefix)
+    assert got['COBALT_BENCH_JOBS'] == str(share / 'jobs')
+    assert got['COBALT_BENCH_CHECKS'] == str(share / 'reframe_checks')
+    assert got['COBALT_BENCH_SITE_CONFIGS'] == str(share / 'site-configs')
+    for var in ('COBALT_BENCH_JOBS', 'COBALT_BENCH_CHECKS', 'COBALT_BENCH_SITE_CONFIGS'):
+        assert os.path.isdir(got[var]), var
