@@ -76,7 +76,7 @@ test: all $(CTESTS)
 	$(PYTHON) -m pytest tests
 
 run: all
-	./bench-suite/run-local
+	scripts/run-suite $(or $(SITE),local)
 
 clean:
 	rm -rf $(BUILD) $(BIN)
