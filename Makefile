@@ -16,13 +16,11 @@ HWLOC_OK     := $(shell pkg-config --exists hwloc 2>/dev/null && echo yes)
 HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
 HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null)
 
+# Each kernel's src/<kernel>/kernel.mk adds itself to KERNELS (with its link
+# rule) when its dependencies are present, or a "name: reason" to SKIPPED.
 KERNELS :=
 SKIPPED :=
-ifeq ($(HWLOC_OK),yes)
-KERNELS += mem-test
-else
-SKIPPED += "mem-test: hwloc development files not found (Debian: libhwloc-dev)"
-endif
+CTESTS  :=
 
 COMMON_SRC := $(wildcard src/common/*.c)
 COMMON_OBJ := $(COMMON_SRC:src/%.c=$(BUILD)/%.o)
@@ -41,21 +39,12 @@ $(BUILD)/%.o: src/%.c $(wildcard src/common/*.h) VERSION
 $(COMMON_LIB): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
-# ---- mem-test ----------------------------------------------------------------
-MEMTEST_OBJ := $(BUILD)/mem-test/mem-test.o $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o
-$(BUILD)/mem-test/%.o: src/mem-test/%.h
-$(BIN)/mem-test: $(MEMTEST_OBJ) $(COMMON_LIB)
-	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) -o $@ $^ $(HWLOC_LIBS) $(LDLIBS)
-
-# ---- C unit tests (run by pytest, or here with `make ctest`) ----------------
-CTESTS := $(BUILD)/tests/test_common $(BUILD)/tests/test_memtest
 $(BUILD)/tests/test_common: tests/c/test_common.c tests/c/cb_test.h $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
-$(BUILD)/tests/test_memtest: tests/c/test_memtest.c tests/c/cb_test.h $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o $(COMMON_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+CTESTS += $(BUILD)/tests/test_common
+
+include $(sort $(wildcard src/*/kernel.mk))
 
 ctest: $(CTESTS)
 	@for t in $(CTESTS); do echo "== $$t"; $$t || exit 1; done
@@ -72,7 +61,7 @@ install: all
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
 
 # ---- tests and the local suite -----------------------------------------------
-test: all $(CTESTS)
+test: all ctest
 	$(PYTHON) -m pytest tests
 
 run: all

@@ -1,0 +1,16 @@
+# mem-test: needs hwloc (and pthreads, libm).
+ifeq ($(HWLOC_OK),yes)
+KERNELS += mem-test
+MEMTEST_OBJ := $(BUILD)/mem-test/memops.o $(BUILD)/mem-test/workload.o
+$(BUILD)/mem-test/%.o: src/mem-test/memops.h src/mem-test/workload.h
+$(BIN)/mem-test: $(BUILD)/mem-test/mem-test.o $(MEMTEST_OBJ) $(COMMON_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -o $@ $^ $(HWLOC_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/test_memtest: tests/c/test_memtest.c tests/c/cb_test.h $(MEMTEST_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(MEMTEST_OBJ) $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+CTESTS += $(BUILD)/tests/test_memtest
+else
+SKIPPED += "mem-test: hwloc development files not found (Debian: libhwloc-dev)"
+endif
