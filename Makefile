@@ -26,6 +26,9 @@ COMMON_SRC := $(wildcard src/common/*.c)
 COMMON_OBJ := $(COMMON_SRC:src/%.c=$(BUILD)/%.o)
 COMMON_LIB := $(BUILD)/libcbcommon.a
 
+.DEFAULT_GOAL := all
+include $(sort $(wildcard src/*/kernel.mk))
+
 .PHONY: all kernels install test ctest run clean help
 all: kernels
 	@for s in $(SKIPPED); do echo "skipped $$s"; done
@@ -43,8 +46,6 @@ $(BUILD)/tests/test_common: tests/c/test_common.c tests/c/cb_test.h $(COMMON_LIB
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
 CTESTS += $(BUILD)/tests/test_common
-
-include $(sort $(wildcard src/*/kernel.mk))
 
 ctest: $(CTESTS)
 	@for t in $(CTESTS); do echo "== $$t"; $$t || exit 1; done
