@@ -5,8 +5,9 @@
 #   - the workload: the partition's `extras['mem_test_opts']` in the site config (or
 #     `-S mem_test_opts='...'` on the command line; empty means mem-test's own defaults,
 #     the compliance workload);
-#   - the numbers: site-configs/<site>/references.yaml, ReFrame's external reference file,
-#     found through the site config's `general/reference_prefix`.
+#   - the numbers: site-configs/<site>/references.yaml, ReFrame's external reference file
+#     (`reference = {'$ref': ...}`), looked up under ReFrame's reference prefix, which
+#     each site config points at its own directory.
 # mem-test itself comes from PATH, which the site config provides (the `cobalt-bench`
 # module, or PATH in the partition's env_vars).
 
@@ -16,8 +17,8 @@ import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (performance_function, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import (run_after, run_before, sanity_function,
+                                   variable)
 from reframe.core.exceptions import SanityError
 
 
@@ -80,6 +81,10 @@ class MemTest(rfm.RunOnlyRegressionTest):
 
         self.executable_opts = shlex.split(opts) + ['--json', self.json_file]
 
+    @run_before('run')
+    def forget_json(self):
+        self._json_doc = None
+
     @run_after('setup')
     def use_whole_node(self):
         # One task with every CPU of the node (the kernel places its own threads).
@@ -89,7 +94,7 @@ class MemTest(rfm.RunOnlyRegressionTest):
 
     def _doc(self):
         '''The kernel's --json document (parsed once).'''
-        if not hasattr(self, '_json_doc'):
+        if getattr(self, '_json_doc', None) is None:
             path = os.path.join(self.stagedir, self.json_file)
             try:
                 with open(path) as fp:

@@ -118,6 +118,21 @@ def test_unload_restores_path(root, mem_test):
     assert proc.stdout.split() == ['SAME', '0']
 
 
+def test_linked_into_another_modulepath(root, tmp_path, mem_test):
+    # Sites link modulefiles into a central MODULEPATH: the root is where the file is.
+    central = tmp_path / 'central'
+    central.mkdir()
+    (central / 'cobalt-bench').symlink_to(os.path.join(root, 'modulefiles', 'cobalt-bench'))
+    proc = bash(f'module use {central}\n'
+                'module load cobalt-bench\n'
+                'echo ROOT=$COBALT_BENCH_ROOT\n'
+                'echo MEM_TEST=$(command -v mem-test)', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    got = shell_vars(proc.stdout)
+    assert got['ROOT'] == root
+    assert got['MEM_TEST'] == mem_test
+
+
 def test_only_one_cobalt_bench_at_a_time(root, tmp_path, version):
     # A second tree under another name (as a site might install one) is in the same family:
     # loading it replaces the first.

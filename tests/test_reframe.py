@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -191,17 +192,25 @@ def slurm_config(root):
     return os.path.join(root, 'site-configs', 'local-slurm', 'config.py')
 
 
-def sacct(jobid, env):
-    out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', str(jobid),
-                          '-o', 'JobID,Partition,State,ExitCode'],
-                         env=env, text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, timeout=60).stdout
-    rows = [line.split('|') for line in out.splitlines() if line.strip()]
-    return {row[0]: row[1:] for row in rows}
+def sacct(jobid, env, timeout=60):
+    '''(partition, state, exit code) of a job from Slurm's accounting (which may take a
+    moment to fill in the partition).'''
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', str(jobid),
+                              '-o', 'JobID,Partition,State,ExitCode'],
+                             env=env, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=30).stdout
+        rows = {f[0]: tuple(f[1:4]) for f in (line.split('|') for line in out.splitlines())
+                if len(f) >= 4}
+        if rows.get(jobid, ('',))[0] or time.monotonic() > deadline:
+            return rows.get(jobid)
+
+        time.sleep(0.5)
 
 
 def test_local_slurm_passes_on_x86_and_arm(root, mem_test, tmp_path, slurm_cluster):
-    env = dict(os.environ)
+    env = dict(slurm_cluster.env)
     run = reframe(slurm_config(root), checks(root), tmp_path, site='local-slurm', env=env)
     assert_passed(run, ['x86', 'arm'])
     for part, tc in run.by_partition().items():
@@ -209,7 +218,7 @@ def test_local_slurm_passes_on_x86_and_arm(root, mem_test, tmp_path, slurm_clust
         # partition the test ran in, completed.
         jobid = tc['jobid']
         assert jobid and jobid.isdigit(), tc
-        assert sacct(jobid, env)[jobid] == [part, 'COMPLETED', '0:0']
+        assert sacct(jobid, env) == (part, 'COMPLETED', '0:0')
         with open(os.path.join(tc['outputdir'], 'rfm_job.sh')) as fp:
             script = fp.read()
 
@@ -219,7 +228,7 @@ def test_local_slurm_passes_on_x86_and_arm(root, mem_test, tmp_path, slurm_clust
 
 def test_local_slurm_unreachable_reference_fails(root, mem_test, tmp_path, slurm_cluster):
     config = copy_site(root, 'local-slurm', tmp_path / 'site', unreachable)
-    env = dict(os.environ, COBALT_BENCH_ROOT=root)
+    env = dict(slurm_cluster.env, COBALT_BENCH_ROOT=root)
     run = reframe(config, checks(root), tmp_path, '--system', 'local-slurm:x86',
                   site='local-slurm', env=env)
     assert_performance_failure(run, ['x86'])

@@ -4,13 +4,21 @@
 -- One file serves a source checkout (ROOT/modulefiles/cobalt-bench/0.1.0.lua, kernels in
 -- ROOT/bin, jobs/checks/site configs in ROOT) and a `make install PREFIX=ROOT` tree
 -- (ROOT/modulefiles/cobalt-bench/0.1.0.lua, ROOT/bin, ROOT/share/cobalt-bench/...):
--- the root is computed from this file's own path, three directory levels up.
+-- the root is computed from this file's own (real) path, three directory levels up.
 --
 --   module use /path/to/cobalt-bench/modulefiles
 --   module load cobalt-bench
 
 local version = myModuleVersion()
-local root    = myFileName():gsub("/[^/]*$", ""):gsub("/[^/]*$", ""):gsub("/[^/]*$", "")
+
+-- This file's real path: a site may link it (or its directory) into a central
+-- MODULEPATH, and the root is where the file really lives.
+local file = myFileName()
+local real = subprocess("readlink -f '" .. file:gsub("'", "'\\''") .. "' 2>/dev/null")
+real = (real or ""):gsub("%s+$", "")
+if real ~= "" then file = real end
+
+local root = file:gsub("/[^/]*$", ""):gsub("/[^/]*$", ""):gsub("/[^/]*$", "")
 if root == "" then root = "/" end
 
 -- Data files (Slurm jobs, ReFrame checks, site configs): an install tree keeps them in

@@ -11,7 +11,8 @@
 #       stage/     working directories (removed for tests that pass)
 #       perflogs/  ReFrame performance logs
 #       report.json, and ReFrame's log in output/
-#   <run-id> is $COBALT_BENCH_RUN_ID or the start time (YYYYmmddTHHMMSS).
+#   <run-id> is $COBALT_BENCH_RUN_ID or the start time and ReFrame's pid
+#   (YYYYmmddTHHMMSS-PID).
 #
 # References: `references.yaml` beside this file, in ReFrame's external reference format
 # (checks say `reference = {'$ref': 'references.yaml'}`), found through ReFrame's
@@ -55,7 +56,8 @@ def _run_prefix(root):
         if not (os.path.isdir(base) and os.access(base, os.W_OK)):
             base = os.path.join(os.getcwd(), 'results')
 
-    run_id = os.environ.get('COBALT_BENCH_RUN_ID') or time.strftime('%Y%m%dT%H%M%S')
+    run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
+              f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
     return os.path.join(os.path.abspath(base), SITE, run_id)
 
 

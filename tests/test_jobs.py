@@ -1,0 +1,142 @@
+'''The Slurm batch scripts in jobs/, submitted with sbatch to the local Slurm cluster.'''
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+LMOD_INIT = '/usr/share/lmod/lmod/init/bash'
+
+# A workload this small machine meets, and short: 1 station at 8 Gbit/s for 2 s.
+SMALL = '--stations 1 --desired-rate 8 --duration 2'
+
+
+@pytest.fixture(scope='module')
+def root(repo_root):
+    return os.path.realpath(str(repo_root))
+
+
+@pytest.fixture(scope='module')
+def job_script(root):
+    path = os.path.join(root, 'jobs', 'mem-test.slurm')
+    assert os.access(os.path.join(root, 'bin', 'mem-test'), os.X_OK), 'run make first'
+    return path
+
+
+def job_env(base=None, **extra):
+    '''The submitting shell's environment (`base`, else ours), without a loaded
+    cobalt-bench.'''
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if not k.startswith(('COBALT_BENCH_', 'MEM_TEST_', 'SLURM_JOB', 'SBATCH_'))}
+    env.update(extra)
+    return env
+
+
+def sbatch(script, *options, cwd, env):
+    proc = subprocess.run(['sbatch', '--parsable', *options, script], cwd=cwd, env=env,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(';')[0]
+
+
+def wait_for(jobid, env, timeout=120):
+    '''Wait until the job has left the queue and its accounting record is complete;
+    returns (partition, state, exit code) from sacct.'''
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid,
+                              '-o', 'JobID,Partition,State,ExitCode'], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             timeout=30).stdout
+        for line in out.splitlines():
+            fields = line.split('|')
+            if fields[0] == jobid and fields[1] and fields[2] not in (
+                    'PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING', 'REQUEUED'):
+                return tuple(fields[1:4])
+
+        time.sleep(0.5)
+
+    pytest.fail(f'job {jobid} did not finish in {timeout} s: {out}')
+
+
+def load_result(path):
+    assert os.path.isfile(path), f'no JSON result {path}'
+    with open(path) as fp:
+        doc = json.load(fp)
+
+    assert doc['test'] == 'mem-test'
+    return doc
+
+
+@pytest.mark.parametrize('partition', ['x86', 'arm'])
+def test_sbatch_mem_test(partition, job_script, tmp_path, slurm_cluster):
+    # Submitted from a directory that is not the checkout, without the module loaded: the
+    # script finds the module through the path Slurm recorded for it.
+    results = tmp_path / 'results'
+    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=SMALL, COBALT_BENCH_RESULTS=str(results))
+    jobid = sbatch(job_script, '-p', partition, cwd=tmp_path, env=env)
+    assert wait_for(jobid, env) == (partition, 'COMPLETED', '0:0')
+
+    doc = load_result(results / 'slurm' / f'mem-test-{jobid}.json')
+    assert doc['config']['stations'] == 1
+    assert doc['metrics']['desired_speed']['value'] == pytest.approx(8.0)
+    assert doc['metrics']['verification_errors']['value'] == 0
+    assert doc['compliance']['passed'] is True
+
+    # The job's log is in the submission directory and ends with the results block.
+    with open(tmp_path / f'mem-test-{jobid}.out') as fp:
+        log = fp.read()
+
+    assert f'job {jobid} on ' in log
+    assert '----- Test results -----' in log
+    assert 'exit code 0' in log
+
+
+def test_sbatch_with_module_loaded_and_default_results(root, job_script, tmp_path,
+                                                        slurm_cluster):
+    # Submitted from a shell with the module loaded (sbatch hands its environment to the
+    # job) and without COBALT_BENCH_RESULTS: the result goes to results/slurm/ in the
+    # submission directory.
+    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=SMALL)
+    proc = subprocess.run(
+        ['bash', '-c', f'source {LMOD_INIT}\n'
+                       f'module use {root}/modulefiles\n'
+                       'module load cobalt-bench\n'
+                       'sbatch --parsable "$COBALT_BENCH_JOBS/mem-test.slurm"'],
+        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    jobid = proc.stdout.strip().split(';')[0]
+    partition, state, exitcode = wait_for(jobid, env)
+    assert (state, exitcode) == ('COMPLETED', '0:0')
+    load_result(tmp_path / 'results' / 'slurm' / f'mem-test-{jobid}.json')
+
+
+def test_sbatch_not_compliant(job_script, tmp_path, slurm_cluster):
+    # A rate the node cannot meet: the result is still written, and the job fails with
+    # mem-test's exit code 1 (not compliant).
+    results = tmp_path / 'results'
+    env = job_env(slurm_cluster.env,
+                  MEM_TEST_OPTS='--stations 1 --desired-rate 100000 --duration 1',
+                  COBALT_BENCH_RESULTS=str(results))
+    jobid = sbatch(job_script, '-p', 'x86', cwd=tmp_path, env=env)
+    assert wait_for(jobid, env) == ('x86', 'FAILED', '1:0')
+    doc = load_result(results / 'slurm' / f'mem-test-{jobid}.json')
+    assert doc['compliance']['passed'] is False
+    assert doc['metrics']['percent_of_desired']['value'] < 99.75
+
+
+def test_run_without_slurm(job_script, tmp_path):
+    # The batch script also runs as a plain script (no Slurm, no srun).
+    results = tmp_path / 'results'
+    env = job_env(MEM_TEST_OPTS=SMALL, COBALT_BENCH_RESULTS=str(results),
+                  PATH='/usr/local/bin:/usr/bin:/bin')
+    proc = subprocess.run(['bash', job_script], cwd=tmp_path, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    (result,) = (results / 'slurm').iterdir()
+    assert result.name.startswith('mem-test-') and result.suffix == '.json'
+    load_result(result)
