@@ -71,10 +71,11 @@ def reframe(config, checks, results, *options, site, env=None, timeout=600):
 
 
 def copy_site(root, site, dest, change):
-    '''A copy of site-configs/<site> in `dest`, its references.yaml changed by
+    '''A copy of site-configs/ in `dest`, the references.yaml of <site> changed by
     `change(refs)`; the copy finds the checkout through COBALT_BENCH_ROOT.'''
-    shutil.copytree(os.path.join(root, 'site-configs', site), dest,
+    shutil.copytree(os.path.join(root, 'site-configs'), dest,
                     ignore=shutil.ignore_patterns('__pycache__', 'cluster', 'slurm'))
+    dest = os.path.join(dest, site)
     path = os.path.join(dest, 'references.yaml')
     with open(path) as fp:
         refs = yaml.safe_load(fp)

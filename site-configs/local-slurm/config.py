@@ -9,71 +9,19 @@
 # Run it with --exec-policy serial: x86 and arm are the same machine, and two benchmarks at
 # once would measure each other.
 #
-# Where things go (one directory per run, for the report tool):
-#   ${COBALT_BENCH_RESULTS:-<checkout>/results}/local-slurm/<run-id>/
-#       output/    test outputs (stdout, stderr, job script, the kernels' --json files)
-#       stage/     working directories (removed for tests that pass)
-#       perflogs/  ReFrame performance logs
-#       report.json, and ReFrame's log in output/
-#   <run-id> is $COBALT_BENCH_RUN_ID or the start time and ReFrame's pid
-#   (YYYYmmddTHHMMSS-PID).
-#
-# References: `references.yaml` beside this file, in ReFrame's external reference format
-# (checks say `reference = {'$ref': 'references.yaml'}`), found through ReFrame's
-# reference prefix, which this file points at its own directory (see below). To judge a
-# machine differently, copy this directory and edit the copy's references.yaml; never the
-# checks.
+# Results, references: see ../cobalt_site.py.
 #
 # Workload: what the partition can meet is the site's business, so the per-partition kernel
 # options live in the partition's `extras` (for example `mem_test_opts`), not in the checks.
 
 import os
-import time
+import sys
 
-SITE = 'local-slurm'
-SITE_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import cobalt_site  # noqa: E402
 
-
-def _cobalt_root():
-    '''The cobalt-bench tree this file belongs to.
-
-    A checkout: ROOT/site-configs/<site>/config.py; a `make install` tree:
-    ROOT/share/cobalt-bench/site-configs/<site>/config.py. Either way ROOT holds
-    bin/ and modulefiles/.'''
-    here = SITE_DIR
-    candidates = [os.path.join(here, '..', '..'),
-                  os.path.join(here, '..', '..', '..', '..'),
-                  os.environ.get('COBALT_BENCH_ROOT')]
-    for c in candidates:
-        if c and os.path.isdir(os.path.join(c, 'modulefiles', 'cobalt-bench')):
-            return os.path.realpath(c)
-
-    return os.path.realpath(os.path.join(here, '..', '..'))
-
-
-def _run_prefix(root):
-    '''results/<site>/<run-id>: $COBALT_BENCH_RESULTS, else the checkout's results/,
-    else ./results (an install tree is usually not writable).'''
-    base = os.environ.get('COBALT_BENCH_RESULTS')
-    if not base:
-        base = os.path.join(root, 'results')
-        if not (os.path.isdir(base) and os.access(base, os.W_OK)):
-            base = os.path.join(os.getcwd(), 'results')
-
-    run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
-              f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
-    return os.path.join(os.path.abspath(base), SITE, run_id)
-
-
-ROOT = _cobalt_root()
-PREFIX = _run_prefix(ROOT)
-
-# ReFrame's reference prefix (--reference-prefix, RFM_REFERENCE_PREFIX) is where checks'
-# external references are looked up. ReFrame 4.10.4 reads it as `general/reference_prefix`
-# but its configuration schema rejects that key in a file, so point the environment
-# variable at this site's directory instead. ReFrame reads it after loading this file;
-# an explicit --reference-prefix or RFM_REFERENCE_PREFIX still wins.
-os.environ.setdefault('RFM_REFERENCE_PREFIX', SITE_DIR)
+SITE = cobalt_site.Site('local-slurm', __file__)
+ROOT = SITE.root
 
 # ReFrame's lmod backend needs LMOD_CMD, which only a shell that initialised Lmod has.
 if 'LMOD_CMD' not in os.environ and os.access('/usr/share/lmod/lmod/libexec/lmod', os.X_OK):
@@ -110,57 +58,18 @@ def _partition(name, descr):
 site_configuration = {
     'systems': [
         {
-            'name': SITE,
+            'name': SITE.name,
             'descr': 'Local Slurm cluster on this machine (site-configs/local-slurm/cluster)',
             'hostnames': ['.*'],
             'modules_system': 'lmod',
-            'prefix': PREFIX,
+            'prefix': SITE.prefix,
             'partitions': [
                 _partition('x86', 'Slurm partition x86 (nodes n1, n2)'),
                 _partition('arm', 'Slurm partition arm (stands in for an ARM partition)'),
             ],
         },
     ],
-    'general': [
-        {
-            # Job scripts start with `#!/bin/bash -l`: a login shell has Lmod's `module`.
-            'use_login_shell': True,
-            'report_file': os.path.join(PREFIX, 'report.json'),
-            'save_log_files': True,
-        },
-    ],
-    'logging': [
-        {
-            'handlers$': [
-                {
-                    'type': 'stream',
-                    'name': 'stdout',
-                    'level': 'info',
-                    'format': '%(message)s',
-                },
-            ],
-            'handlers': [
-                {
-                    'type': 'file',
-                    'level': 'debug2',
-                    'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
-                    'append': False,
-                },
-            ],
-            'handlers_perflog': [
-                {
-                    'type': 'filelog',
-                    'basedir': os.path.join(PREFIX, 'perflogs'),
-                    'prefix': '%(check_system)s/%(check_partition)s',
-                    'level': 'info',
-                    'format': ('%(check_result)s|%(check_job_completion_time)s|'
-                               '%(check_name)s|%(check_jobid)s|%(check_perfvalues)s'),
-                    'format_perfvars': ('%(check_perf_value)s|%(check_perf_unit)s|'
-                                        '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
-                                        '%(check_perf_upper_thres)s|'),
-                    'append': True,
-                },
-            ],
-        },
-    ],
+    # Job scripts start with `#!/bin/bash -l`: a login shell has Lmod's `module`.
+    'general': SITE.general(use_login_shell=True),
+    'logging': SITE.logging(),
 }
