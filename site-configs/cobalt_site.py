@@ -59,12 +59,12 @@ class Site:
         os.environ.setdefault('RFM_REFERENCE_PREFIX', self.dir)
 
     def _run_prefix(self):
-        '''results/<site>/<run-id>: $COBALT_BENCH_RESULTS, else the checkout's results/,
-        else ./results (an install tree is usually not writable).'''
+        '''results/<site>/<run-id>: $COBALT_BENCH_RESULTS, else the tree's results/
+        (a checkout), else ./results (an install tree is usually not writable).'''
         base = os.environ.get('COBALT_BENCH_RESULTS')
         if not base:
             base = os.path.join(self.root, 'results')
-            if not (os.path.isdir(base) and os.access(base, os.W_OK)):
+            if not os.access(base if os.path.isdir(base) else self.root, os.W_OK):
                 base = os.path.join(os.getcwd(), 'results')
 
         run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
