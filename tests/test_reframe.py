@@ -157,14 +157,14 @@ def test_local_not_compliant_is_a_performance_failure(root, mem_test, tmp_path):
     # A workload the machine cannot meet: mem-test exits 1 (not compliant), which is a run
     # to judge, so sanity passes and the site's references fail it.
     run = reframe(local_config(root), checks(root), tmp_path,
-                  '-S', 'mem_test_opts=--stations 1 --desired-rate 100000 --duration 1',
+                  '-S', 'kernel_opts=--stations 1 --desired-rate 100000 --duration 1',
                   site='local')
     assert_performance_failure(run, ['default'])
 
 
 def test_local_usage_error_is_a_sanity_failure(root, mem_test, tmp_path):
     run = reframe(local_config(root), checks(root), tmp_path,
-                  '-S', 'mem_test_opts=--no-such-option', site='local')
+                  '-S', 'kernel_opts=--no-such-option', site='local')
     assert run.returncode != 0, run
     (tc,) = run.testcases
     assert tc['fail_phase'] == 'sanity'

@@ -1,0 +1,132 @@
+'''The base of every check that runs one of cobalt-bench's own kernels.
+
+A kernel (mem-test, gpu-copy, eth-test-receive, ...) writes the JSON document of the kernel
+contract (design.md): sanity and every performance variable come from it, not from the
+human text. What a site is judged by comes from the site:
+  - the workload: the partition's `extras['<opts_extra>']` in the site config (or
+    `-S <check>.kernel_opts='...'` on the command line; empty: the kernel's own defaults,
+    the compliance workload);
+  - the numbers: site-configs/<site>/references.yaml, ReFrame's external reference file
+    (`reference = {'$ref': 'references.yaml'}`), looked up under ReFrame's reference
+    prefix, which each site config points at its own directory.
+The kernel comes from PATH, which the site provides (the `cobalt-bench` module, or PATH in
+the partition's env_vars).
+
+A check file uses it as:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
+    from cobalt_kernel import KernelJsonTest
+'''
+
+import json
+import os
+import shlex
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.exceptions import SanityError
+
+
+@sn.deferrable
+def _json_metric(doc_fn, name):
+    return doc_fn()['metrics'][name]['value']
+
+
+class KernelJsonTest(rfm.RunOnlyRegressionTest):
+    '''Runs `executable` with the site's options and `--json`, judges its JSON document.'''
+
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    num_tasks = 1
+    num_tasks_per_node = 1
+    maintainers = ['cobalt-bench']
+
+    #: Per-site references: <reference_prefix>/references.yaml, entry <check class>.
+    reference = {'$ref': 'references.yaml'}
+
+    #: The `test` field the JSON document must carry (the kernel's name).
+    kernel = variable(str)
+
+    #: Kernel options; None: the partition's extras[opts_extra] (if any).
+    kernel_opts = variable(str, type(None), value=None)
+
+    #: The partition extras key holding this kernel's options.
+    opts_extra = variable(str)
+
+    #: Name of the kernel's JSON document in the stage directory.
+    json_file = variable(str, value='result.json')
+
+    #: Metrics the document must have, with the unit the contract gives them. Every other
+    #: numeric metric becomes a performance variable too (recorded, and judged where the
+    #: site's references name it).
+    metric_units = variable(dict, value={})
+
+    #: Exit codes that mean "ran" (judged by references): 0 compliant, 1 not compliant.
+    ran_exit_codes = variable(list, value=[0, 1])
+
+    @run_after('init')
+    def keep_json(self):
+        # The JSON document goes to the output directory with stdout, for the report.
+        self.keep_files = [self.json_file]
+
+    @run_after('setup')
+    def set_options(self):
+        opts = self.kernel_opts
+        if opts is None:
+            opts = self.current_partition.extras.get(self.opts_extra, '')
+
+        self.executable_opts = shlex.split(opts) + ['--json', self.json_file]
+
+    def _doc(self):
+        '''The kernel's --json document (parsed once).'''
+        if getattr(self, '_json_doc', None) is None:
+            path = os.path.join(self.stagedir, self.json_file)
+            try:
+                with open(path) as fp:
+                    self._json_doc = json.load(fp)
+            except (OSError, ValueError) as err:
+                raise SanityError(f'cannot read the JSON result {path}: {err}')
+
+            if not isinstance(self._json_doc, dict):
+                raise SanityError(f'{path}: not a JSON object')
+
+        return self._json_doc
+
+    @sanity_function
+    def validate(self):
+        # 0 (compliant) and 1 (not compliant) are runs to judge against the references;
+        # 2 (usage error), 3 (cannot run) or anything else is not.
+        if self.job.exitcode not in self.ran_exit_codes:
+            raise SanityError(f'{self.kernel} did not run: exit code {self.job.exitcode}')
+
+        doc = self._doc()
+        metrics = doc.get('metrics', {})
+        missing = [m for m in self.metric_units if m not in metrics]
+        wrong_units = [f'{m} ({metrics[m].get("unit")!r}, expected {u!r})'
+                       for m, u in self.metric_units.items()
+                       if m in metrics and metrics[m].get('unit') != u]
+        checks = [
+            sn.assert_eq(doc.get('test'), self.kernel,
+                         msg=f'JSON result is not from {self.kernel}: test={{0!r}}'),
+            sn.assert_false(missing, msg=f'JSON result lacks metrics {missing}'),
+            sn.assert_false(wrong_units,
+                            msg=f'JSON metrics in unexpected units: {wrong_units}'),
+            sn.assert_found(r'^----- Test results -----$', self.stdout,
+                            msg='no results block in stdout'),
+        ]
+        if 'verification_errors' in metrics:
+            checks.append(sn.assert_eq(metrics['verification_errors'].get('value'), 0,
+                                       msg=f'{self.kernel} found {{0}} verification errors'))
+        return sn.all(checks)
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        metrics = self._doc()['metrics']
+        units = {name: m.get('unit') or '' for name, m in metrics.items()
+                 if isinstance(m, dict) and isinstance(m.get('value'), (int, float))}
+        units.update(self.metric_units)
+        self.perf_variables = {
+            name: sn.make_performance_function(_json_metric(self._doc, name), unit)
+            for name, unit in units.items()
+        }
