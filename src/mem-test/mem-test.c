@@ -580,7 +580,7 @@ int main(int argc, char **argv)
             last = w->last_done_ns;
     }
     double elapsed = sched_s;
-    if (!run.max_mode && last > run.sched_end) /* it caught up only after the schedule */
+    if (last > run.sched_end) /* paced: caught up only after the schedule; max: last block */
         elapsed = (last - run.t0) / 1e9;
     if (missed) /* it never caught up: the run ended at the hard stop */
         elapsed = (run.hard_stop - run.t0) / 1e9;
