@@ -56,7 +56,7 @@ install: all
 	install -d $(PREFIX)/bin $(PREFIX)/modulefiles/cobalt-bench $(SHARE)
 	for k in $(KERNELS); do install -m 755 $(BIN)/$$k $(PREFIX)/bin/; done
 	install -m 644 modulefiles/cobalt-bench/*.lua $(PREFIX)/modulefiles/cobalt-bench/
-	cp -R jobs reframe_checks site-configs $(SHARE)/
+	cp -R jobs reframe_checks site-configs python $(SHARE)/
 	find $(SHARE) -name __pycache__ -prune -exec rm -rf {} +
 	install -m 644 VERSION README.md $(SHARE)/
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"

@@ -7,7 +7,8 @@ A site's config.py does:
     import cobalt_site
     SITE = cobalt_site.Site('<site>', __file__)
 
-and uses SITE.name, SITE.root, SITE.prefix, SITE.general() and SITE.logging().
+and uses SITE.name, SITE.root, SITE.prefix, SITE.general(), SITE.storage() and
+SITE.logging().
 
 Where things go (one directory per run, for the report tool):
   ${COBALT_BENCH_RESULTS:-<checkout>/results}/<site>/<run-id>/
@@ -70,6 +71,13 @@ class Site:
         run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
                   f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
         return os.path.join(os.path.abspath(base), self.name, run_id)
+
+    def storage(self):
+        '''ReFrame's results database (for `reframe --performance-compare` and
+        `--list-stored-sessions`): one SQLite file per site beside its runs,
+        <results>/<site>/results.db; every run adds its session, none is overwritten.'''
+        return [{'enable': True,
+                 'sqlite_db_file': os.path.join(os.path.dirname(self.prefix), 'results.db')}]
 
     def general(self, **settings):
         return [{'report_file': os.path.join(self.prefix, 'report.json'),

@@ -16,6 +16,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cobalt_site  # noqa: E402
+# Leave sys.path as it was: ReFrame appends this file's directory while importing it and
+# then removes that entry by its position, so a shifted sys.path loses its last entry
+# (the venv's site-packages: no polars, and no --performance-compare).
+del sys.path[0]
 
 SITE = cobalt_site.Site('cobalt2', __file__)
 
@@ -34,6 +38,8 @@ site_configuration = {
                     'scheduler': 'local',
                     'launcher': 'local',
                     'environs': ['builtin'],
+                    # A COBALT2 machine has NVIDIA GPUs: the gpu-copy check runs here.
+                    'features': ['gpu'],
                     'max_jobs': 1,
                     'env_vars': [
                         ['PATH', f'{SITE.root}/bin:$PATH'],
@@ -42,11 +48,22 @@ site_configuration = {
                     'extras': {
                         # The compliance workload: mem-test's defaults.
                         'mem_test_opts': '',
+                        # gpu-copy's defaults: every GPU, the compliance workload.
+                        'gpu_copy_opts': '',
+                        # eth-test (reframe_checks/network.py), once per 10GbE interface:
+                        # list them here (e.g. ['ens1f0', 'ens1f1']; none listed: the check
+                        # is skipped, saying so). The sender is a second machine that can
+                        # send 9 Gbit/s to each (the compliance document), reached by ssh
+                        # with eth-test-send on its PATH; the load is eth-test-send's default.
+                        'eth_test_interfaces': [],
+                        'eth_test_sender': 'ssh eth-test-sender',
+                        'eth_test_receive_opts': '--timeout 120',
                     },
                 },
             ],
         },
     ],
     'general': SITE.general(),
+    'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
 }

@@ -19,6 +19,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import cobalt_site  # noqa: E402
+# Leave sys.path as it was: ReFrame appends this file's directory while importing it and
+# then removes that entry by its position, so a shifted sys.path loses its last entry
+# (the venv's site-packages: no polars, and no --performance-compare).
+del sys.path[0]
 
 SITE = cobalt_site.Site('local-slurm', __file__)
 ROOT = SITE.root
@@ -35,7 +39,7 @@ MODULES = [{'name': 'cobalt-bench', 'path': os.path.join(ROOT, 'modulefiles')}]
 PROCESSOR = {'num_cpus': os.cpu_count()}
 
 
-def _partition(name, descr):
+def _partition(name, descr, features=()):
     return {
         'name': name,
         'descr': descr,
@@ -47,10 +51,28 @@ def _partition(name, descr):
         'processor': PROCESSOR,
         'max_jobs': 1,
         'time_limit': '10m',
+        # 'mpi': MPI checks (cb-linktest) run here; x86 only, the two are one machine.
+        'features': list(features),
         'extras': {
             # A workload a small machine (2 cores) meets: one station paced at
             # 8 Gbit/s in all, for 3 s.
             'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
+            # MPI jobs: Debian's Open MPI under Slurm starts with srun --mpi=pmix.
+            'mpi_launcher_options': ['--mpi=pmix'],
+            # cb-linktest: one task on each of the two nodes, 16 MiB messages.
+            'linktest_tasks': 2,
+            'linktest_opts': '-w 2 -n 4 -s 16777216',
+            # OSU (reframe_checks/osu.py): OSU's default options and sizes; collectives
+            # with 4 tasks as the SJTU document runs broadcast, here 2 per node (2 nodes),
+            # which puts 4 busy-polling ranks on 2 cores: let Open MPI yield when idle.
+            'osu_collective_tasks': 4,
+            'osu_collective_tasks_per_node': 2,
+            'osu_env_vars': {'OMPI_MCA_mpi_yield_when_idle': '1'},
+            # eth-test (reframe_checks/network.py): n1 and n2 share one network stack, so
+            # the one-node form on the loopback interface: 12 streams, 3 Gbit/s, 3 s.
+            'eth_test_interfaces': ['lo'],
+            'eth_test_send_opts': '--rate 3 --duration 3',
+            'eth_test_receive_opts': '--threshold 2.97 --timeout 60',
         },
     }
 
@@ -64,12 +86,13 @@ site_configuration = {
             'modules_system': 'lmod',
             'prefix': SITE.prefix,
             'partitions': [
-                _partition('x86', 'Slurm partition x86 (nodes n1, n2)'),
+                _partition('x86', 'Slurm partition x86 (nodes n1, n2)', features=['mpi']),
                 _partition('arm', 'Slurm partition arm (stands in for an ARM partition)'),
             ],
         },
     ],
     # Job scripts start with `#!/bin/bash -l`: a login shell has Lmod's `module`.
     'general': SITE.general(use_login_shell=True),
+    'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
 }

@@ -1,0 +1,155 @@
+'''The `cobalt-bench` command line.
+
+Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
+check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
+such run, unreadable results, a missing Python module).
+'''
+
+import argparse
+import os
+import sys
+
+from . import CannotRun, UsageError, __version__
+
+EPILOG_REPORT = '''\
+RUN is a run directory (results/<site>/<run-id>), <site>/<run-id>, a run id, <site>/latest
+or latest (the newest complete run; the default). A directory of kernel JSON documents
+without a ReFrame report (results/slurm, from the jobs/ scripts) or one such document is a
+run too. The report goes to RUN/report/ (report.md, report.html, plots/*.png) unless -o.
+
+exit status: 0 every check passed, 1 a check failed or the run is incomplete, 2 usage
+error, 3 the run cannot be read. With --compare: 0 no regression, 1 regressions.'''
+
+EPILOG_PREFLIGHT = '''\
+Each setting is printed with its value, what is expected and the command that fixes it.
+A setting whose file is absent (no cpufreq in a VM) is `unknown`, not a pass.
+
+exit status: 0 every setting passes, 1 a setting fails or is unknown, 2 usage error,
+3 cannot run.'''
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # argparse exits 2 on usage errors; keep its message, add where to look.
+        self.print_usage(sys.stderr)
+        self.exit(2, f'{self.prog}: error: {message} (try --help)\n')
+
+
+def _percent(text):
+    try:
+        value = float(text.rstrip('%'))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a percentage: {text!r}')
+    if not 0 <= value < 1000:
+        raise argparse.ArgumentTypeError(f'tolerance out of range (0-1000%): {text!r}')
+    return value
+
+
+def build_parser():
+    parser = _Parser(prog='cobalt-bench',
+                     description='cobalt-bench: compliance report, preflight settings check '
+                                 'and results store of the cobalt-bench suite.')
+    parser.add_argument('--version', action='version',
+                        version=f'cobalt-bench {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
+
+    rep = sub.add_parser('report', help='write the compliance report of a run (md, html)',
+                         description='Write the compliance report of a run: summary verdict, '
+                                     'every check x partition/node with value, reference '
+                                     'bounds, unit and verdict, plots, and the preflight '
+                                     'findings next to the failures they may explain.',
+                         epilog=EPILOG_REPORT,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument('run', nargs='?', default='latest', metavar='RUN')
+    rep.add_argument('--compare', nargs=2, metavar=('RUN_A', 'RUN_B'),
+                     help='list the regressions and improvements of RUN_B against RUN_A '
+                          '(no report is written)')
+    rep.add_argument('--tolerance', type=_percent, default=5.0, metavar='PCT',
+                     help='with --compare: changes within PCT percent are noise '
+                          '(default: 5)')
+    rep.add_argument('-o', '--output', metavar='DIR',
+                     help='where to write the report (default: RUN/report); with '
+                          '--compare: a Markdown file for the comparison')
+    rep.add_argument('--format', default='md,html', metavar='LIST',
+                     help='md, html or both (default: md,html)')
+    rep.add_argument('--preflight', metavar='FILE',
+                     help='a preflight JSON document (cobalt-bench preflight --json) to use '
+                          'besides those of the run\'s Preflight checks')
+    rep.add_argument('--results', metavar='DIR',
+                     help='the results store (default: $COBALT_BENCH_RESULTS, else the '
+                          'checkout\'s results/, else ./results)')
+
+    pre = sub.add_parser('preflight', help='check the system settings the compliance '
+                                           'document requires and recommends',
+                         description='Check the system settings the COBALT2 compliance '
+                                     'document requires and recommends (CPU governor, turbo, '
+                                     'jumbo frames, network buffers, NUMA layout, GPU/NIC '
+                                     'PCIe links, real-time priority), from sysfs/procfs.',
+                         epilog=EPILOG_PREFLIGHT,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    pre.add_argument('--root', default='/', metavar='DIR',
+                     help='read a recorded tree (DIR/sys, DIR/proc) instead of this machine')
+    pre.add_argument('-i', '--interface', action='append', metavar='IFACE',
+                     help='an Ethernet interface under test (repeatable; default: every '
+                          'physical Ethernet interface)')
+    pre.add_argument('--json', metavar='FILE',
+                     help='write the findings as a JSON document (- for stdout)')
+    pre.add_argument('--record', metavar='DIR',
+                     help='copy every sysfs/procfs file read into DIR (for --root elsewhere)')
+    pre.add_argument('--no-probe', action='store_true',
+                     help='do not run `chrt -f 1 true`; judge real-time priority from '
+                          'procfs only')
+    pre.add_argument('-q', '--quiet', action='store_true', help='print nothing')
+
+    runs = sub.add_parser('runs', help='list the runs in the results store and their state',
+                          description='List the runs of the results store: site, run id, '
+                                      'state (complete, partial, running), checks passed/'
+                                      'failed.')
+    runs.add_argument('site', nargs='?', help='only this site')
+    runs.add_argument('--results', metavar='DIR', help='the results store')
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        if args.command == 'preflight':
+            from . import preflight
+            return preflight.run(root=args.root, interfaces=args.interface,
+                                 json_dest=args.json, record=args.record,
+                                 probe=not args.no_probe, quiet=args.quiet)
+        if args.command == 'runs':
+            from . import results
+            return results.list_command(args.results, args.site)
+        if args.command == 'report':
+            formats = [f.strip() for f in args.format.split(',') if f.strip()]
+            bad = [f for f in formats if f not in ('md', 'html')]
+            if bad or not formats:
+                raise UsageError(f'--format: expected md, html or md,html, not {args.format!r}')
+            from . import report
+            if args.compare:
+                return report.compare_command(args.compare[0], args.compare[1],
+                                              args.tolerance, args.output, args.results)
+            return report.report_command(args.run, args.output, formats, args.preflight,
+                                         args.results)
+    except UsageError as err:
+        print(f'cobalt-bench {args.command}: {err}', file=sys.stderr)
+        return 2
+    except CannotRun as err:
+        print(f'cobalt-bench {args.command}: {err}', file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `cobalt-bench ... | head`: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,488 @@
+'''The results store: results/<site>/<run-id>/, and reading one run into a model the report
+works from.
+
+A run directory (scripts/run-suite, or `reframe -C site-configs/<site>/config.py`):
+    output/     each test's stdout, stderr, job script, the kernel's JSON document
+    stage/      working directories of tests that failed (with their JSON documents)
+    perflogs/<system>/<partition>/<Check>.log
+    report.json ReFrame's run report, written when the run ends
+    INCOMPLETE  written by scripts/run-suite when the run starts, removed when it finished:
+                still there = the run was interrupted (or is running)
+A run without report.json is partial too (ReFrame writes it last); its results are read
+from the perflogs and the JSON documents it left.
+
+Job scripts (jobs/*.slurm) write results/slurm/<kernel>-<jobid>.json: a directory of kernel
+JSON documents, or one document, is read as a run whose cases are the documents, judged by
+their own `compliance` verdicts.
+'''
+
+import json
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+
+from . import ROOT_DIR, CannotRun, UsageError
+
+MARKER = 'INCOMPLETE'
+REPORT = 'report.json'
+
+COMPLETE, PARTIAL, RUNNING = 'complete', 'partial', 'running'
+
+
+def results_base(explicit=None):
+    '''The results store: --results, $COBALT_BENCH_RESULTS, the tree's results/ (the
+    checkout's, or PREFIX/results of an install tree) if it exists, else ./results: where
+    the site configs put runs (site-configs/cobalt_site.py).'''
+    for base in (explicit, os.environ.get('COBALT_BENCH_RESULTS')):
+        if base:
+            return os.path.abspath(base)
+    own = os.path.join(ROOT_DIR, 'results')
+    if os.path.isdir(own):
+        return own
+    return os.path.abspath('results')
+
+
+def is_run_dir(path):
+    return (os.path.isfile(os.path.join(path, REPORT)) or
+            os.path.exists(os.path.join(path, MARKER)) or
+            os.path.isdir(os.path.join(path, 'output')) or
+            os.path.isdir(os.path.join(path, 'perflogs')))
+
+
+def _marker_pid(path):
+    '''(pid, host) from an INCOMPLETE marker, or (None, None).'''
+    try:
+        with open(os.path.join(path, MARKER)) as fp:
+            text = fp.read()
+    except OSError:
+        return None, None
+    m = re.search(r'^pid:\s*(\d+)', text, re.M)
+    h = re.search(r'^host:\s*(\S+)', text, re.M)
+    return (int(m.group(1)) if m else None), (h.group(1) if h else None)
+
+
+def run_state(path):
+    '''(state, why) of a run directory: complete, partial or running.'''
+    marker = os.path.join(path, MARKER)
+    if os.path.exists(marker):
+        pid, host = _marker_pid(path)
+        if pid and host == socket.gethostname():
+            try:
+                os.kill(pid, 0)
+                return RUNNING, f'in progress (run-suite pid {pid})'
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                return RUNNING, f'in progress (run-suite pid {pid})'
+        try:
+            with open(marker) as fp:
+                last = [line for line in fp.read().splitlines() if line.strip()]
+        except OSError:
+            last = []
+        why = next((line for line in reversed(last) if line.startswith('interrupted')),
+                   'the run did not finish')
+        return PARTIAL, f'{MARKER} marker present: {why}'
+    if not os.path.isfile(os.path.join(path, REPORT)):
+        return PARTIAL, f'no {REPORT}: ReFrame did not finish the run'
+    return COMPLETE, ''
+
+
+def list_runs(base, site=None):
+    '''[(site, run_id, path)] of every run directory, oldest first per site.'''
+    runs = []
+    if not os.path.isdir(base):
+        return runs
+    for s in sorted(os.listdir(base)):
+        site_dir = os.path.join(base, s)
+        if site and s != site or not os.path.isdir(site_dir):
+            continue
+        for r in sorted(os.listdir(site_dir)):
+            path = os.path.join(site_dir, r)
+            if os.path.isdir(path) and is_run_dir(path):
+                runs.append((s, r, path))
+    return runs
+
+
+def _run_time_key(run):
+    # Run ids start with the start time (YYYYmmddTHHMMSS); order by that, then by mtime.
+    site, run_id, path = run
+    m = re.match(r'\d{8}T\d{6}', run_id)
+    return (m.group(0) if m else '', os.path.getmtime(path))
+
+
+def resolve_run(spec, base=None):
+    '''A run directory (or job-document directory/file) from what a user typed.'''
+    base = results_base(base)
+    if os.path.exists(spec):
+        return os.path.abspath(spec)
+    parts = spec.strip('/').split('/')
+    if parts[-1] == 'latest' and len(parts) <= 2:
+        site = parts[0] if len(parts) == 2 else None
+        runs = [r for r in list_runs(base, site) if run_state(r[2])[0] == COMPLETE]
+        if not runs:
+            where = f'site {site!r} of ' if site else ''
+            raise CannotRun(f'no complete run in {where}the results store {base}')
+        return max(runs, key=_run_time_key)[2]
+    if len(parts) == 2:
+        path = os.path.join(base, *parts)
+        if os.path.isdir(path):
+            return path
+    if len(parts) == 1:
+        found = [r[2] for r in list_runs(base) if r[1] == parts[0]]
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise UsageError(f'run id {spec!r} exists for several sites: '
+                             + ', '.join(os.path.relpath(f, base) for f in found)
+                             + '; say SITE/RUN_ID')
+    raise CannotRun(f'no run {spec!r}: not a path, and not in the results store {base} '
+                    '(`cobalt-bench runs` lists them)')
+
+
+# ---- the model -------------------------------------------------------------------------
+
+def reference_bounds(ref, lower, upper):
+    '''Absolute bounds from ReFrame's fractional thresholds (as ReFrame applies them:
+    ref * (1 + threshold), sign inverted for a negative reference; for a reference of 0 the
+    thresholds are absolute). None: no bound.'''
+    def bound(thres):
+        if thres is None:
+            return None
+        if ref == 0:
+            return thres
+        return ref * (1 - thres if ref < 0 else 1 + thres)
+    return bound(lower), bound(upper)
+
+
+@dataclass
+class Metric:
+    name: str
+    value: object
+    unit: str
+    ref: object = None          # reference value, None when not judged
+    lower: object = None        # absolute lower bound
+    upper: object = None        # absolute upper bound
+    verdict: str = 'recorded'   # pass, fail, xfail, xpass, recorded (no reference)
+
+    @property
+    def judged(self):
+        return self.verdict != 'recorded'
+
+
+@dataclass
+class Case:
+    '''One test case: a check on a system:partition (and node list), or a job document.'''
+    check: str
+    system: str = ''
+    partition: str = ''
+    environ: str = ''
+    nodes: list = field(default_factory=list)
+    result: str = 'unknown'     # pass, fail, abort, skip, unknown
+    fail_phase: str = ''
+    fail_reason: str = ''
+    jobid: str = ''
+    tags: list = field(default_factory=list)
+    metrics: list = field(default_factory=list)
+    docs: list = field(default_factory=list)     # kernel JSON documents (dicts)
+    doc_paths: list = field(default_factory=list)
+    stdout: str = ''            # path of the job's stdout, if kept
+    dirs: list = field(default_factory=list)     # output/stage directories found
+
+    @property
+    def where(self):
+        return f'{self.system}:{self.partition}' if self.system else self.partition or '-'
+
+    @property
+    def kernel(self):
+        return next((d.get('test') for d in self.docs if d.get('test')), '')
+
+    def metric(self, name):
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclass
+class Run:
+    path: str
+    kind: str                   # reframe, jobs
+    site: str = ''
+    run_id: str = ''
+    state: str = COMPLETE
+    state_why: str = ''
+    session: dict = field(default_factory=dict)
+    cases: list = field(default_factory=list)
+    sources: list = field(default_factory=list)   # what was read, for the report's footer
+
+    @property
+    def label(self):
+        if self.site and self.run_id:
+            return f'{self.site}/{self.run_id}'
+        return self.site or self.run_id or os.path.basename(self.path)
+
+
+def _load_json(path):
+    try:
+        with open(path) as fp:
+            return json.load(fp)
+    except (OSError, ValueError):
+        return None
+
+
+def is_kernel_doc(doc):
+    '''A document of the kernel contract: {"test", "metrics": {...}, ...}.'''
+    return (isinstance(doc, dict) and isinstance(doc.get('test'), str)
+            and isinstance(doc.get('metrics'), dict))
+
+
+def _rebase(path, session, run_path):
+    '''A path from report.json inside this run directory (which may have been moved or
+    copied since ReFrame wrote it).'''
+    if not path:
+        return path
+    for key, sub in (('prefix_output', 'output'), ('prefix_stage', 'stage')):
+        old = session.get(key)
+        if old and path.startswith(old.rstrip('/') + '/'):
+            here = os.path.join(run_path, sub, os.path.relpath(path, old))
+            if os.path.exists(here):
+                return here
+    return path
+
+
+def _collect_docs(case, dirs):
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        case.dirs.append(d)
+        for name in sorted(os.listdir(d)):
+            if not name.endswith('.json'):
+                continue
+            path = os.path.join(d, name)
+            doc = _load_json(path)
+            if is_kernel_doc(doc) and not any(os.path.basename(p) == name
+                                              for p in case.doc_paths):
+                case.docs.append(doc)
+                case.doc_paths.append(path)
+
+
+def _perf_metrics(perfvalues, prefix):
+    metrics = []
+    for key, entry in perfvalues.items():
+        name = key[len(prefix):] if key.startswith(prefix) else key.rsplit(':', 1)[-1]
+        value, ref, lower, upper, unit = (list(entry) + [None] * 5)[:5]
+        result = entry[5] if len(entry) > 5 else None
+        judged = not (ref in (0, None) and lower is None and upper is None)
+        if judged:
+            lo, hi = reference_bounds(ref, lower, upper)
+            verdict = result or 'pass'
+        else:
+            lo = hi = ref = None
+            verdict = 'recorded'
+        metrics.append(Metric(name, value, unit or '', ref, lo, hi, verdict))
+    return metrics
+
+
+_ANSI = re.compile(r'\x1b\[[0-9;]*m')
+_SKIP = re.compile(r'SKIP\s*\]\s*\(\d+/\d+\)\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)'
+                   r'\s+\[(?P<reason>.*)\]\s*$')
+
+
+def _skip_reasons(run_path):
+    '''{(hashcode, 'system:partition+environ'): reason} from ReFrame's log in output/:
+    the run report does not keep why a test was skipped.'''
+    reasons = {}
+    out = os.path.join(run_path, 'output')
+    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+        if not (name.startswith('rfm-') and name.endswith('.log')):
+            continue
+        try:
+            with open(os.path.join(out, name), errors='replace') as fp:
+                for line in fp:
+                    m = _SKIP.search(_ANSI.sub('', line))
+                    if m:
+                        reasons[(m.group('hash'), m.group('where'))] = m.group('reason')
+        except OSError:
+            continue
+    return reasons
+
+
+def _from_report(run, report):
+    run.session = report.get('session_info', {})
+    skipped = _skip_reasons(run.path)
+    # With --reruns / --max-retries a case appears in several runs: the last one counts.
+    latest = {}
+    for r in report.get('runs', []):
+        for tc in r.get('testcases', []):
+            latest[(tc.get('unique_name') or tc.get('name'), tc.get('system'),
+                    tc.get('partition'), tc.get('environ'))] = tc
+    for tc in latest.values():
+        case = Case(check=tc.get('display_name') or tc.get('name', '?'),
+                    system=tc.get('system', ''), partition=tc.get('partition', ''),
+                    environ=tc.get('environ', ''), nodes=tc.get('job_nodelist') or [],
+                    result=tc.get('result') or 'unknown',
+                    fail_phase=tc.get('fail_phase') or '',
+                    fail_reason=tc.get('fail_reason') or '',
+                    jobid=str(tc.get('jobid') or ''), tags=sorted(tc.get('tags') or []))
+        if case.result == 'skip':
+            case.fail_reason = skipped.get(
+                (tc.get('hashcode'), f'{case.system}:{case.partition}+{case.environ}'), '')
+        prefix = f'{case.system}:{case.partition}:'
+        case.metrics = _perf_metrics(tc.get('perfvalues') or {}, prefix)
+        outdir = _rebase(tc.get('outputdir'), run.session, run.path)
+        stagedir = _rebase(tc.get('stagedir'), run.session, run.path)
+        _collect_docs(case, [d for d in (outdir, stagedir) if d])
+        for d in case.dirs:
+            out = os.path.join(d, tc.get('job_stdout') or 'rfm_job.out')
+            if os.path.isfile(out):
+                case.stdout = out
+                break
+        run.cases.append(case)
+
+
+def _num(text):
+    if text in (None, '', 'None', 'null'):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _from_perflogs(run):
+    '''Cases from the performance logs (a run without report.json): the last record of
+    each check's log, with its references.'''
+    base = os.path.join(run.path, 'perflogs')
+    for dirpath, _, files in sorted(os.walk(base)):
+        for name in sorted(f for f in files if f.endswith('.log')):
+            rel = os.path.relpath(dirpath, base).split(os.sep)
+            system, partition = (rel + ['', ''])[:2]
+            with open(os.path.join(dirpath, name)) as fp:
+                lines = [line.rstrip('\n') for line in fp if line.strip()]
+            header = next((line.split('|') for line in lines if line.startswith('result|')),
+                          None)
+            records = [line.split('|') for line in lines if not line.startswith('result|')]
+            if not header or not records:
+                continue
+            fields = dict(zip(header, records[-1]))
+            case = Case(check=fields.get('name', name[:-4]), system=system,
+                        partition=partition, result=fields.get('result', 'unknown'),
+                        jobid=fields.get('jobid', ''))
+            for key in header:
+                if not key.endswith('_value'):
+                    continue
+                metric = key[:-len('_value')]
+                value = _num(fields.get(key))
+                ref = _num(fields.get(f'{metric}_ref'))
+                lower = _num(fields.get(f'{metric}_lower_thres'))
+                upper = _num(fields.get(f'{metric}_upper_thres'))
+                unit = fields.get(f'{metric}_unit', '')
+                judged = not (ref in (0, None) and lower is None and upper is None)
+                if judged:
+                    lo, hi = reference_bounds(ref, lower, upper)
+                    ok = ((lo is None or value >= lo) and (hi is None or value <= hi)
+                          if isinstance(value, float) else False)
+                    case.metrics.append(Metric(metric, value, unit, ref, lo, hi,
+                                               'pass' if ok else 'fail'))
+                else:
+                    case.metrics.append(Metric(metric, value, unit))
+            # The test's directory: output/ if it passed, else stage/.
+            dirs = [os.path.join(run.path, sub, system, partition, env, case.check)
+                    for sub in ('output', 'stage')
+                    for env in (os.listdir(os.path.join(run.path, sub, system, partition))
+                                if os.path.isdir(os.path.join(run.path, sub, system,
+                                                              partition)) else [])]
+            _collect_docs(case, dirs)
+            run.cases.append(case)
+        run.sources.append(base)
+
+
+def _case_from_doc(doc, path):
+    passed = (doc.get('compliance') or {}).get('passed')
+    m = re.search(r'-(\d+)\.json$', path)
+    jobid = m.group(1) if m else ''
+    case = Case(check=doc.get('test', '?'), partition=f'job {jobid}' if jobid else 'job',
+                nodes=[doc.get('host', '')], jobid=jobid,
+                result='pass' if passed else 'fail' if passed is False else 'unknown',
+                docs=[doc], doc_paths=[path])
+    if passed is False:
+        case.fail_phase = 'compliance'
+        case.fail_reason = (f'{doc.get("test")} reported not compliant '
+                            f'(threshold {doc["compliance"].get("threshold")})')
+    for name, m in doc['metrics'].items():
+        if isinstance(m, dict) and isinstance(m.get('value'), (int, float)):
+            case.metrics.append(Metric(name, m['value'], m.get('unit') or ''))
+    return case
+
+
+def load_run(path):
+    '''Read a run directory, a directory of job JSON documents, or one JSON document.'''
+    path = os.path.abspath(path)
+    if os.path.isfile(path):
+        doc = _load_json(path)
+        if not is_kernel_doc(doc):
+            raise CannotRun(f'{path}: not a run directory nor a kernel JSON document')
+        run = Run(path=path, kind='jobs', run_id=os.path.basename(path))
+        run.cases.append(_case_from_doc(doc, path))
+        run.sources.append(path)
+        return run
+    if not os.path.isdir(path):
+        raise CannotRun(f'{path}: no such run')
+
+    parent = os.path.dirname(path)
+    if is_run_dir(path):
+        run = Run(path=path, kind='reframe', site=os.path.basename(parent),
+                  run_id=os.path.basename(path))
+        run.state, run.state_why = run_state(path)
+        report_path = os.path.join(path, REPORT)
+        report = _load_json(report_path)
+        if report is not None:
+            _from_report(run, report)
+            run.sources.append(report_path)
+        else:
+            if os.path.isfile(report_path):
+                run.state, run.state_why = PARTIAL, f'{REPORT} is not readable JSON'
+            _from_perflogs(run)
+        run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
+        for c in run.cases:
+            run.sources.extend(c.doc_paths)
+        return run
+
+    docs = []
+    for dirpath, _, files in os.walk(path):
+        for name in sorted(files):
+            if name.endswith('.json'):
+                p = os.path.join(dirpath, name)
+                doc = _load_json(p)
+                if is_kernel_doc(doc):
+                    docs.append((p, doc))
+    if not docs:
+        raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
+                        'nor a directory of kernel JSON documents')
+    run = Run(path=path, kind='jobs', site=os.path.basename(path), run_id='')
+    for p, doc in sorted(docs):
+        run.cases.append(_case_from_doc(doc, p))
+        run.sources.append(p)
+    return run
+
+
+def list_command(base, site):
+    base = results_base(base)
+    runs = list_runs(base, site)
+    if not runs:
+        print(f'no runs in {base}' + (f' for site {site}' if site else ''))
+        return 0
+    print(f'results store: {base}')
+    print(f'{"SITE":<14} {"RUN ID":<24} {"STATE":<9} CHECKS')
+    for s, r, path in runs:
+        state, why = run_state(path)
+        report = _load_json(os.path.join(path, REPORT))
+        if report:
+            run = Run(path=path, kind='reframe')
+            _from_report(run, report)
+            counts = {}
+            for c in run.cases:
+                counts[c.result] = counts.get(c.result, 0) + 1
+            checks = ', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'none'
+        else:
+            checks = '-'
+        print(f'{s:<14} {r:<24} {state:<9} {checks}' + (f'  ({why})' if why else ''))
+    return 0

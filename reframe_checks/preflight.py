@@ -1,0 +1,41 @@
+# ReFrame check for the preflight family: the system settings the compliance document
+# requires and recommends (`cobalt-bench preflight`: CPU governor, turbo, jumbo frames,
+# network buffers, NUMA layout, GPU/NIC PCIe links, real-time priority), on the node(s) of
+# every partition, so that a run's report can put them next to the failures they explain.
+#
+# Judged by the site, not by the check: sanity only asks that preflight ran (exit 0 or 1)
+# and wrote its document; the counts of failed and unknown settings are performance
+# variables (`required_failed`, `required_unknown`, `settings_failed`, ...), and a site
+# that insists on the settings says so in its references.yaml (entry Preflight), e.g.
+#     required_failed: [0, null, 0, 'settings']      # none may fail
+# A site without such an entry records the findings without failing the run (a VM has no
+# cpufreq, and a developer's machine no jumbo frames). Options (e.g. the interfaces under
+# test, `--interface ens1f0 --interface ens1f1`) come from the partition's
+# extras['preflight_opts'].
+
+import os
+import sys
+
+import reframe as rfm
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
+from cobalt_kernel import KernelJsonTest  # noqa: E402
+
+
+@rfm.simple_test
+class Preflight(KernelJsonTest):
+    '''cobalt-bench preflight: compliance-relevant system settings of the node.'''
+
+    descr = 'preflight: system settings the compliance document requires and recommends'
+    executable = 'cobalt-bench preflight'
+    kernel = 'preflight'
+    opts_extra = 'preflight_opts'
+    json_file = 'preflight.json'
+    tags = {'preflight', 'compliance'}
+    metric_units = {
+        'required_failed': 'settings',
+        'required_unknown': 'settings',
+        'settings_failed': 'settings',
+        'settings_unknown': 'settings',
+        'settings_passed': 'settings',
+    }

@@ -1,0 +1,113 @@
+/* PCIe links of NVIDIA GPUs: the theoretical bandwidth of a link, the chain of links
+ * from a GPU up to its root port as Linux sysfs describes it, and the diagnosis of a
+ * link that trained below what its ends support. Plain C, no CUDA: the unit tests run
+ * it on recorded sysfs trees (tests/data/gpu-copy/). */
+#ifndef GC_PCIE_H
+#define GC_PCIE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GC_NVIDIA_VENDOR 0x10de
+#define GC_MAX_LINKS 8          /* links between a GPU and its root port */
+#define GC_BDF_LEN 24           /* "0000:3b:00.0" (domains may have 8 digits) */
+
+/* ---- arithmetic ------------------------------------------------------------ */
+/* GT/s from sysfs' current_link_speed/max_link_speed: "8.0 GT/s PCIe" (Linux >= 5.x),
+ * "8 GT/s" or "2.5 GT/s" (older kernels); 0 for "Unknown" or anything else. */
+double gc_parse_link_speed(const char *s);
+/* The PCIe generation a transfer rate belongs to (2.5 -> 1 ... 64 -> 6); 0 if none. */
+int gc_pcie_gen(double gts);
+/* Line-code efficiency of a generation: 8b/10b for Gen1-2, 128b/130b for Gen3-5,
+ * 1 for Gen6 (PAM4 with FLIT mode has no line code; its CRC/FEC bytes are in the
+ * 256-byte flit, framing like TLP/DLLP headers, which no generation counts here). */
+double gc_encoding_efficiency(int gen);
+/* Theoretical unidirectional bandwidth of a link in Gbit/s (10^9 bit/s):
+ * transfer rate x lanes x line-code efficiency. 0 if speed or width is unknown. */
+double gc_link_gbits(double gts, int width);
+
+/* ---- a GPU's links, as sysfs shows them ---------------------------------- */
+typedef struct gc_link {
+    char down[GC_BDF_LEN];  /* the device below the link: the GPU or a switch's upstream port */
+    char up[GC_BDF_LEN];    /* the port above it (root port or switch downstream port); "" if unknown */
+    double cur_gts;         /* negotiated, from the device below (0 unknown) */
+    int cur_width;
+    double dev_max_gts;     /* what the device below supports */
+    int dev_max_width;
+    double port_max_gts;    /* what the port above (the slot) supports; 0 unknown */
+    int port_max_width;
+} gc_link;
+
+typedef struct gc_gpu_topo {
+    char bdf[GC_BDF_LEN];
+    unsigned vendor, device, pci_class;
+    int numa_node;          /* sysfs numa_node; -1 unknown or no NUMA */
+    char cpulist[256];      /* sysfs local_cpulist ("" unknown) */
+    int nlinks;             /* links[0] is the GPU's own link, then upward to the root port */
+    gc_link links[GC_MAX_LINKS];
+} gc_gpu_topo;
+
+/* Reads one GPU (or any PCI device) at `bdf` from the sysfs tree under `root` ("/sys"
+ * on a live system): <root>/bus/pci/devices/<bdf>, whose real path (under
+ * <root>/devices/pciDDDD:BB/...) gives the chain of bridges above it. Links are the
+ * pairs (port, device below) along that chain: a root port or switch downstream port
+ * sits at an even depth below the host bridge, the device below its link at an odd
+ * one. Returns 0, or -1 when the device does not exist there. */
+int gc_sysfs_read_gpu(const char *root, const char *bdf, gc_gpu_topo *out);
+/* Every NVIDIA display/3D controller (vendor 0x10de, class 0x03xxxx) under `root`,
+ * sorted by PCI address. Returns how many (at most max), or -1 if `root` has no PCI
+ * device directory. */
+int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max);
+/* Lower-case a CUDA bus id ("0000:3B:00.0") into sysfs' spelling. */
+void gc_bdf_normalise(char *dst, const char *src);
+
+/* ---- diagnosis ---------------------------------------------------------------- */
+typedef struct gc_link_verdict {
+    int degraded;           /* negotiated below what the device below supports */
+    int width_below;        /* negotiated width < the device's maximum */
+    int speed_below;        /* negotiated rate < the device's maximum */
+    int port_limits_width;  /* the port (slot, riser) supports fewer lanes than the device */
+    int port_limits_speed;  /* the port supports a lower generation than the device */
+    int maybe_power_saving; /* only the rate is low, on the GPU's own link, measured idle */
+    double cur_gbits;       /* theoretical bandwidth of the negotiated link */
+    double max_gbits;       /* ... of the best link both ends support (or the device's) */
+    char text[512];         /* one sentence: what is wrong and the likely reason */
+} gc_link_verdict;
+
+/* Judges one link. `idle`: the state was read while the GPU was not copying (an idle
+ * NVIDIA GPU lowers its link rate to save power, so a low rate alone is not a fault
+ * then). `own_link`: the link is the GPU's own (links[0]). */
+void gc_judge_link(const gc_link *l, int own_link, int idle, gc_link_verdict *v);
+
+/* The theoretical bandwidth a GPU can reach through its chain: the slowest negotiated
+ * link (Gbit/s per direction; 0 unknown). */
+double gc_gpu_path_gbits(const gc_gpu_topo *g);
+/* What the GPU's own link could carry at the GPU's maximum width and rate (Gbit/s). */
+double gc_gpu_max_gbits(const gc_gpu_topo *g);
+
+/* What the GPUs can move together per direction through their negotiated links, with
+ * every shared uplink limiting the sum of the GPUs below it (Gbit/s). */
+double gc_reachable_gbits(const gc_gpu_topo *gpus, int n);
+
+/* "Gen3 x16 (8.0 GT/s)" or "unknown" */
+void gc_link_name(char *buf, size_t len, double gts, int width);
+
+/* Links (other than each GPU's own) that carry more than one of the given GPUs: an
+ * uplink shared by GPUs behind one PCIe switch. For the i-th shared link, *link is
+ * the link and members[] (a bitmask over the gpus array) the GPUs below it. Returns
+ * the number found (at most max). */
+typedef struct gc_shared_link {
+    gc_link link;
+    unsigned long long members;
+    int count;
+    double sum_gbits;       /* what the GPUs below could move together through their own links */
+} gc_shared_link;
+int gc_find_shared_links(const gc_gpu_topo *gpus, int n, gc_shared_link *out, int max);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
