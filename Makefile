@@ -29,6 +29,28 @@ COMMON_LIB := $(BUILD)/libcbcommon.a
 .DEFAULT_GOAL := all
 include $(sort $(wildcard src/*/kernel.mk))
 
+# ---- optional parts: packagers choose (Spack's +mpi +cuda +ibumad) ----------
+# WITH_MPI, WITH_CUDA, WITH_IBUMAD: unset = build what the machine has; no = leave out
+# every kernel that needs it; yes = its kernel must be built (stop if it cannot be).
+# MPICC, NVCC and NVCC_ARCH (nvcc -gencode flags) name the tools the kernels use.
+REQUIRES_MPI    := cb-linktest
+REQUIRES_CUDA   := gpu-copy
+REQUIRES_IBUMAD := smp-mad-stress
+NEEDS_MPI       := cb-linktest cb-linktest-report smp-mad-stress-mpi
+NEEDS_CUDA      := gpu-copy
+NEEDS_IBUMAD    := smp-mad-stress smp-mad-stress-mpi
+define optional_part
+ifeq ($$(WITH_$1),no)
+SKIPPED += $$(foreach k,$$(filter $$(NEEDS_$1),$$(KERNELS)),"$$k: left out (WITH_$1=no)")
+KERNELS := $$(filter-out $$(NEEDS_$1),$$(KERNELS))
+else ifeq ($$(WITH_$1),yes)
+ifneq ($$(filter-out $$(KERNELS),$$(REQUIRES_$1)),)
+$$(error WITH_$1=yes but $$(REQUIRES_$1) cannot be built here: run make without WITH_$1 to see why)
+endif
+endif
+endef
+$(foreach p,MPI CUDA IBUMAD,$(eval $(call optional_part,$p)))
+
 .PHONY: all kernels install test ctest run clean help
 all: kernels
 	@for s in $(SKIPPED); do echo "skipped $$s"; done

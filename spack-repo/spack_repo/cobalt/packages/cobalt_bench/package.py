@@ -1,0 +1,230 @@
+# cobalt-bench: Spack recipe for the suite itself.
+#
+# It drives the project's own Makefile (`make`, `make install PREFIX=...`), so a Spack
+# install is the same tree as `make install`: bin/<kernels>, modulefiles/cobalt-bench/,
+# share/cobalt-bench/{jobs,reframe_checks,site-configs}. The variants decide which of the
+# optional kernels the Makefile builds, through its WITH_<PART>=yes|no switches.
+
+import json
+import os
+import socket
+import subprocess
+import time
+
+from spack_repo.builtin.build_systems.cuda import CudaPackage
+from spack_repo.builtin.build_systems.makefile import MakefilePackage
+
+from spack.package import *
+
+# Optional kernels: the variant that builds each, and the Makefile switch behind it.
+# A kernel only counts for a version whose sources have it (src/<kernel>/kernel.mk).
+OPTIONAL_KERNELS = {
+    "cb-linktest": ("mpi", "WITH_MPI"),
+    "gpu-copy": ("cuda", "WITH_CUDA"),
+    "smp-mad-stress": ("ibumad", "WITH_IBUMAD"),
+}
+
+# A short run per kernel for `spack test run`: small enough for a login node, long enough
+# to exercise the data path and the result document. Exit 0 (compliant) or 1 (not
+# compliant: a busy node) both mean the kernel ran; 3 means the node lacks what the kernel
+# needs, and the run is skipped. "mpi": started with the MPI's mpirun on 2 ranks.
+# eth-test-send and eth-test-receive run as a pair over loopback (test_eth_loopback).
+SHORT_RUNS = {
+    "mem-test": (None, ["--stations", "1", "--desired-rate", "1", "--duration", "1"]),
+    "cb-linktest": ("mpi", ["-w", "1", "-n", "4", "-s", "4096", "--check-buffers",
+                            "--no-output", "-q"]),
+    "gpu-copy": (None, ["--iterations", "2", "--alone-iterations", "0",
+                        "--device-buffer", "256M", "--host-buffer", "256M"]),
+}
+
+
+class CobaltBench(MakefilePackage, CudaPackage):
+    """HPC acceptance benchmarks: DRAM traffic of a streaming application (mem-test),
+    PCIe bandwidth to GPUs, Ethernet line rate, MPI link test, InfiniBand MAD stress,
+    with Slurm jobs, ReFrame checks and per-site references."""
+
+    # cobalt-bench has no published home yet. Releases are to be tarballs made by
+    # `git archive --prefix=cobalt-bench-X.Y.Z/` and published at `url`'s pattern; add each
+    # with `spack checksum cobalt-bench X.Y.Z`. Until the first release, install from a
+    # checkout (`spack develop --path CHECKOUT cobalt-bench@develop`), or point `git`/`url`
+    # elsewhere in packages.yaml (packages: cobalt-bench: package_attributes: git: ...).
+    homepage = "https://github.com/cobalt-bench/cobalt-bench"
+    url = "https://github.com/cobalt-bench/cobalt-bench/releases/download/v0.1.0/cobalt-bench-0.1.0.tar.gz"
+    git = "https://github.com/cobalt-bench/cobalt-bench.git"
+
+    version("develop", branch="main")
+
+    # What a typical CPU node needs: MPI yes; GPU and the InfiniBand MAD tool are opt-in
+    # (smp-mad-stress needs umad device access, a fabric administrator's tool).
+    variant("mpi", default=True, description="Build cb-linktest, the MPI all-pairs link test")
+    variant(
+        "ibumad",
+        default=False,
+        description="Build smp-mad-stress, the InfiniBand MAD load tool (libibumad)",
+    )
+
+    depends_on("c", type="build")
+    depends_on("cxx", type="build", when="+cuda")  # nvcc compiles gpu-copy's host code as C++
+    depends_on("gmake", type="build")
+    depends_on("pkgconfig", type="build")  # the Makefile finds hwloc with pkg-config
+
+    depends_on("hwloc@2:")
+    depends_on("numactl")
+    depends_on("mpi", when="+mpi")
+    depends_on("rdma-core", when="+ibumad")
+
+    conflicts("platform=darwin", msg="cobalt-bench binds threads and memory with Linux NUMA")
+
+    def _make_args(self):
+        """Variables that make the Makefile build exactly what the variants ask for."""
+        spec = self.spec
+        args = []
+        for kernel, (variant, switch) in OPTIONAL_KERNELS.items():
+            args.append(f"{switch}={'yes' if spec.satisfies('+' + variant) else 'no'}")
+        if spec.satisfies("+mpi"):
+            args.append(f"MPICC={spec['mpi'].mpicc}")
+        if spec.satisfies("+cuda"):
+            args.append(f"NVCC={spec['cuda'].prefix.bin.nvcc}")
+            archs = spec.variants["cuda_arch"].value
+            if "none" not in archs:  # else src/gpu-copy/kernel.mk's default: all majors
+                args.append("NVCC_ARCH=" + " ".join(self.cuda_flags(archs)))
+        return args
+
+    @property
+    def build_targets(self):
+        return ["all"] + self._make_args()
+
+    @property
+    def install_targets(self):
+        return ["install", f"PREFIX={self.prefix}"] + self._make_args()
+
+    @run_after("install")
+    def check_variant_kernels(self):
+        """A kernel its variant asked for must have been built (the Makefile only skips
+        with a message); one it turned off must not have been."""
+        for kernel, (variant, _) in OPTIONAL_KERNELS.items():
+            if not os.path.exists(join_path(self.stage.source_path, "src", kernel, "kernel.mk")):
+                continue  # this version has no such kernel
+            built = os.path.exists(join_path(self.prefix.bin, kernel))
+            wanted = self.spec.satisfies("+" + variant)
+            if built != wanted:
+                raise InstallError(
+                    f"{kernel}: +{variant} is {'on' if wanted else 'off'} but the kernel was "
+                    f"{'built' if built else 'not built'}; see the build log's 'skipped' lines"
+                )
+
+    def _share(self):
+        return join_path(self.prefix.share, "cobalt-bench")
+
+    def _tree_version(self):
+        """The version the kernels report (VERSION of the sources; `develop` has one too)."""
+        try:
+            with open(join_path(self._share(), "VERSION"), encoding="utf-8") as f:
+                return f.read().strip()
+        except OSError:
+            return str(self.spec.version)
+
+    def setup_run_environment(self, env: EnvironmentModifications) -> None:
+        # The same variables as modulefiles/cobalt-bench/*.lua sets for a make-install tree,
+        # so jobs/*.slurm and the ReFrame site configs work with either module.
+        share = self._share()
+        env.set("COBALT_BENCH_ROOT", self.prefix)
+        env.set("COBALT_BENCH_VERSION", self._tree_version())
+        env.set("COBALT_BENCH_JOBS", join_path(share, "jobs"))
+        env.set("COBALT_BENCH_CHECKS", join_path(share, "reframe_checks"))
+        env.set("COBALT_BENCH_SITE_CONFIGS", join_path(share, "site-configs"))
+
+    # ---- spack test run cobalt-bench ---------------------------------------------------
+    def _kernels(self):
+        return sorted(
+            name
+            for name in os.listdir(self.prefix.bin)
+            if os.access(join_path(self.prefix.bin, name), os.X_OK)
+        )
+
+    def test_version(self):
+        """every installed kernel answers --version with the tree's version"""
+        version = self._tree_version()
+        for kernel in self._kernels():
+            with test_part(self, f"test_version_{kernel.replace('-', '_')}",
+                           purpose=f"{kernel} --version"):
+                exe = which(join_path(self.prefix.bin, kernel), required=True)
+                out = exe("--version", output=str.split, error=str.split)
+                assert version in out, f"{kernel} --version: {out!r} lacks {version}"
+
+    def _launcher(self, kind):
+        """The command that starts a kernel: nothing, or mpirun with 2 ranks."""
+        if kind != "mpi":
+            return []
+        mpi = self.spec["mpi"]
+        mpirun = which(mpi.prefix.bin.mpirun, mpi.prefix.bin.mpiexec)
+        if mpirun is None:
+            raise SkipTest(f"no mpirun in {mpi.prefix.bin}")
+        args = [mpirun.path, "-n", "2"]
+        if mpi.name == "openmpi":
+            args.append("--oversubscribe")  # a login node may have fewer cores
+            if os.geteuid() == 0:
+                args.append("--allow-run-as-root")
+        return args
+
+    def _run_kernel(self, kernel, argv, result):
+        """Run argv; check exit status, results block and the JSON document."""
+        exe = Executable(argv[0])
+        out = exe(*argv[1:], "--json", result, output=str, error=str, fail_on_error=False)
+        print(out)  # into the test log
+        if exe.returncode == 3:
+            raise SkipTest(f"{kernel} cannot run on this node: {out.strip()[-300:]}")
+        assert exe.returncode in (0, 1), f"{kernel} exited {exe.returncode}:\n{out}"
+        assert "----- Test results -----" in out, f"{kernel}: no results block:\n{out}"
+        with open(result, encoding="utf-8") as f:
+            doc = json.load(f)
+        assert doc["test"] == kernel, f"{result}: test is {doc['test']!r}"
+        errors = doc["metrics"].get("verification_errors", {}).get("value", 0)
+        assert errors == 0, f"{kernel}: {errors} verification errors"
+        return doc
+
+    def test_short_run(self):
+        """a short run of each kernel writes a result that passed verification"""
+        for kernel in self._kernels():
+            if kernel.startswith("eth-test-"):
+                continue  # test_eth_loopback
+            launcher, args = SHORT_RUNS.get(kernel, (None, None))
+            name = f"test_short_run_{kernel.replace('-', '_')}"
+            with test_part(self, name, purpose=f"{kernel} {' '.join(args or [])}"):
+                if args is None:
+                    raise SkipTest(f"no short run defined for {kernel}")
+                argv = self._launcher(launcher) + [join_path(self.prefix.bin, kernel)] + args
+                self._run_kernel(kernel, argv, f"{kernel}.json")
+
+    def test_eth_loopback(self):
+        """eth-test-send streams 1 s to eth-test-receive over the loopback interface"""
+        send = join_path(self.prefix.bin, "eth-test-send")
+        receive = join_path(self.prefix.bin, "eth-test-receive")
+        if not (os.path.exists(send) and os.path.exists(receive)):
+            raise SkipTest("eth-test-send/eth-test-receive not installed")
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", 0))  # a free UDP port, not another test's
+            port = str(s.getsockname()[1])
+        ready = os.path.abspath("eth-test-ready")
+        receiver = subprocess.Popen(
+            [receive, "-H", "127.0.0.1", "-p", port, "-n", "1", "--threshold", "0.05",
+             "--timeout", "20", "--ready-file", ready, "--json", "eth-test-receive.json"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            for _ in range(100):
+                if os.path.exists(ready) or receiver.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert os.path.exists(ready), "eth-test-receive did not start listening"
+            self._run_kernel("eth-test-send",
+                             [send, "-H", "127.0.0.1", "-p", port, "-n", "1", "-r", "0.1",
+                              "-d", "1", "-q"], "eth-test-send.json")
+            out, _ = receiver.communicate(timeout=30)
+        finally:
+            if receiver.poll() is None:
+                receiver.kill()
+        assert receiver.returncode in (0, 1), \
+            f"eth-test-receive exited {receiver.returncode}:\n{out}"
+        assert "----- Test results -----" in out, out
+        with open("eth-test-receive.json", encoding="utf-8") as f:
+            assert json.load(f)["test"] == "eth-test-receive"
