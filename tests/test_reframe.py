@@ -219,7 +219,8 @@ def sacct(jobid, env, timeout=60):
 
 def test_local_slurm_passes_on_x86_and_arm(root, mem_test, tmp_path, slurm_cluster):
     env = dict(slurm_cluster.env)
-    run = reframe(slurm_config(root), checks(root), tmp_path, site='local-slurm', env=env)
+    run = reframe(slurm_config(root), checks(root), tmp_path, '-n', 'MemTest',
+                  site='local-slurm', env=env)
     assert_passed(run, ['x86', 'arm'])
     for part, tc in run.by_partition().items():
         # Really run by Slurm: the job ReFrame reports is in the accounting, in the
@@ -238,5 +239,5 @@ def test_local_slurm_unreachable_reference_fails(root, mem_test, tmp_path, slurm
     config = copy_site(root, 'local-slurm', tmp_path / 'site', unreachable)
     env = dict(slurm_cluster.env, COBALT_BENCH_ROOT=root)
     run = reframe(config, checks(root), tmp_path, '--system', 'local-slurm:x86',
-                  site='local-slurm', env=env)
+                  '-n', 'MemTest', site='local-slurm', env=env)
     assert_performance_failure(run, ['x86'])

@@ -1,0 +1,183 @@
+'''Reading the tables the OSU micro-benchmarks print.
+
+Every OSU MPI benchmark prints one table: a title line with the version, optional
+parameter lines, a column header, then one row per message size:
+
+    # OSU MPI Multiple Bandwidth / Message Rate Test v5.7.1     <- title (version: 5.x/7.x)
+    # [ pairs: 1 ] [ window size: 64 ]                          <- parameters (mbw_mr)
+    # Datatype: MPI_CHAR.                                       <- parameters (7.x)
+    # Size                  MB/s        Messages/s              <- columns (2+ spaces apart)
+    1                       6.82        6819901.32
+    ...
+
+What differs between versions and is handled here: 5.x latency starts at size 0, 7.x at 1;
+7.x adds the `# Datatype:` line and names the latency column `Avg Latency(us)` instead of
+`Latency (us)`; `-f` adds Min/Max Latency and Iterations columns, 7.x `-c` a Validation
+column (Pass/Fail). A comparison table with several value columns of the same name (as in
+the SJTU document, one column per cluster) parses too: every column is kept, in order.
+
+No ReFrame here: the checks (osu.py) and the tests use it alike.
+'''
+
+import re
+from dataclasses import dataclass, field
+
+# Column header text (spaces removed, lower case) -> (metric name, unit). The units are
+# OSU's own: MB/s is 10^6 bytes/s.
+_KNOWN_COLUMNS = {
+    'latency(us)': ('latency', 'us'),
+    'avglatency(us)': ('latency', 'us'),
+    'minlatency(us)': ('min_latency', 'us'),
+    'maxlatency(us)': ('max_latency', 'us'),
+    'bandwidth(mb/s)': ('bandwidth', 'MB/s'),
+    'mb/s': ('bandwidth', 'MB/s'),
+    'messages/s': ('message_rate', 'messages/s'),
+    'iterations': ('iterations', ''),
+    'validation': ('validation', ''),
+}
+
+_TITLE = re.compile(r'^#\s*(?P<title>OSU\b.*?)(?:\s+v(?P<version>\d+(?:\.\d+)*))?\s*$')
+_PARAM_BRACKETS = re.compile(r'\[\s*([^]:]+?)\s*:\s*([^]]*?)\s*\]')
+_PARAM_LINE = re.compile(r'^#\s*(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>.*?)\.?\s*$')
+_COLUMNS = re.compile(r'^#\s*Size\b(?P<rest>.*)$')
+_ROW = re.compile(r'^(?P<size>\d+)(?P<rest>(?:\s+\S+)+)\s*$')
+
+
+class OsuParseError(ValueError):
+    '''The text holds no OSU table, or one that is malformed.'''
+
+
+@dataclass
+class Column:
+    name: str     # as OSU prints it, e.g. 'Avg Latency(us)'
+    metric: str   # what it measures, e.g. 'latency'
+    unit: str     # e.g. 'us'
+
+
+@dataclass
+class OsuTable:
+    title: str = ''                               # e.g. 'OSU MPI Latency Test'
+    version: str = ''                             # e.g. '7.4' ('' if not printed)
+    params: dict = field(default_factory=dict)    # e.g. {'pairs': '1', 'window size': '64'}
+    columns: list = field(default_factory=list)   # Column, one per value column
+    rows: dict = field(default_factory=dict)      # size -> [value per column]
+
+    @property
+    def major_version(self):
+        '''5 or 7 (the layouts differ), None when no version was printed.'''
+        return int(self.version.split('.')[0]) if self.version else None
+
+    @property
+    def sizes(self):
+        return sorted(self.rows)
+
+    def metrics(self):
+        '''The metric names, in column order, without repeats.'''
+        return list(dict.fromkeys(c.metric for c in self.columns))
+
+    def unit(self, metric):
+        return next(c.unit for c in self.columns if c.metric == metric)
+
+    def column(self, metric, occurrence=0):
+        '''{size: value} of a metric's column (the n-th such column, for comparison
+        tables that have several).'''
+        indexes = [i for i, c in enumerate(self.columns) if c.metric == metric]
+        if occurrence >= len(indexes):
+            raise KeyError(f'{self.title}: no column {metric!r} (#{occurrence})')
+
+        i = indexes[occurrence]
+        return {size: values[i] for size, values in self.rows.items()}
+
+
+def _column(name):
+    key = re.sub(r'\s+', '', name).lower()
+    if key in _KNOWN_COLUMNS:
+        metric, unit = _KNOWN_COLUMNS[key]
+    else:
+        # A column this module does not know (e.g. 7.x tail latencies `-z`): keep it,
+        # named after its header, unit from the parentheses.
+        unit_match = re.search(r'\(([^)]*)\)\s*$', name)
+        unit = unit_match.group(1) if unit_match else ''
+        base = name[:unit_match.start()] if unit_match else name
+        metric = re.sub(r'[^a-z0-9]+', '_', base.lower()).strip('_')
+
+    return Column(name, metric, unit)
+
+
+def _value(text, column, lineno):
+    if column.metric == 'validation':
+        return text
+
+    try:
+        return float(text)
+    except ValueError:
+        raise OsuParseError(f'line {lineno}: {column.name!r} is not a number: {text!r}')
+
+
+def parse(text):
+    '''The first OSU table in `text` (an OSU benchmark's output, possibly with other lines
+    around it). Raises OsuParseError if there is none, or if it is malformed: a row whose
+    number of values differs from the columns, a non-numeric value, a size out of order
+    or repeated, or a header with no rows.'''
+    table = OsuTable()
+    seen_title = False
+    in_rows = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.rstrip()
+        if in_rows:
+            row = _ROW.match(line)
+            if not row:
+                break   # the table ends at the first line that is not a row
+
+            size = int(row.group('size'))
+            fields = row.group('rest').split()
+            if len(fields) != len(table.columns):
+                raise OsuParseError(f'line {lineno}: {len(fields)} values for '
+                                    f'{len(table.columns)} columns: {line!r}')
+            if table.rows and size <= max(table.rows):
+                raise OsuParseError(f'line {lineno}: size {size} out of order')
+
+            table.rows[size] = [_value(f, c, lineno) for f, c in zip(fields, table.columns)]
+            continue
+
+        columns = _COLUMNS.match(line)
+        if columns:
+            names = [n for n in re.split(r'\s{2,}', columns.group('rest').strip()) if n]
+            if not names:
+                raise OsuParseError(f'line {lineno}: column header without columns')
+
+            table.columns = [_column(n) for n in names]
+            in_rows = True
+            continue
+
+        if not line.startswith('#'):
+            continue
+
+        if not seen_title:
+            title = _TITLE.match(line)
+            if title:
+                table.title = title.group('title').strip()
+                table.version = title.group('version') or ''
+                seen_title = True
+                continue
+
+        brackets = _PARAM_BRACKETS.findall(line)
+        if brackets:
+            table.params.update({k.strip(): v.strip() for k, v in brackets})
+            continue
+
+        param = _PARAM_LINE.match(line)
+        if param:
+            table.params[param.group('key').strip()] = param.group('value').strip()
+
+    if not table.columns:
+        raise OsuParseError('no OSU table (no "# Size ..." column header)')
+    if not table.rows:
+        raise OsuParseError(f'{table.title or "OSU table"}: column header without rows')
+
+    return table
+
+
+def parse_file(path):
+    with open(path) as fp:
+        return parse(fp.read())

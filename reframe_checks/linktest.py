@@ -1,0 +1,58 @@
+# ReFrame checks for the link-test family: cb-linktest, the all-pairs MPI link test (every
+# pair of tasks tested, the slowest retested alone; see `cb-linktest --help`).
+#
+# Runs on partitions with the feature 'mpi' (as the OSU checks do). Site settings, in the
+# partition's `extras` (the check never names a site):
+#   linktest_opts            cb-linktest options (default '-w 2 -n 4 -s 16777216': JSC
+#                            LinkTest's example, 16 MiB messages); -S kernel_opts=... overrides
+#   linktest_tasks           tasks in all (default 2; an even number)
+#   linktest_tasks_per_node  (default 1: one task per node, so every pair is a node pair)
+#   mpi_launcher_options     launcher options, e.g. ['--mpi=pmix'] for srun
+# Judged by the site's references.yaml, entry CbLinkTest: for example min_bandwidth (the
+# slowest pair after its serial retest, Gbit/s), max_time (that pair's time per message,
+# us) and avg_bandwidth. The matrix file (cb-linktest.npz) is kept with the outputs, for
+# cb-linktest-report.
+
+import os
+import sys
+
+import reframe as rfm
+from reframe.core.builtins import run_after
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
+from cobalt_kernel import KernelJsonTest  # noqa: E402
+
+DEFAULT_OPTS = '-w 2 -n 4 -s 16777216'
+
+
+@rfm.simple_test
+class CbLinkTest(KernelJsonTest):
+    '''cb-linktest: every pair of tasks (nodes) tested, the slowest retested alone.'''
+
+    descr = 'cb-linktest: all-pairs MPI link test'
+    valid_systems = ['+mpi']
+    executable = 'cb-linktest'
+    kernel = 'cb-linktest'
+    opts_extra = 'linktest_opts'
+    json_file = 'cb-linktest.json'
+    matrix_file = 'cb-linktest.npz'
+    exclusive_access = True
+    tags = {'network', 'mpi', 'linktest'}
+    metric_units = {
+        'min_bandwidth': 'Gbit/s',
+        'max_time': 'us',
+        'avg_bandwidth': 'Gbit/s',
+        'pairs_tested': 'pairs',
+        'pairs_expected': 'pairs',
+    }
+
+    @run_after('setup')
+    def set_tasks_and_matrix(self):
+        extras = self.current_partition.extras
+        self.num_tasks = int(extras.get('linktest_tasks', 2))
+        self.num_tasks_per_node = int(extras.get('linktest_tasks_per_node', 1))
+        self.job.launcher.options = list(extras.get('mpi_launcher_options', []))
+        if self.kernel_opts is None and self.opts_extra not in extras:
+            self.executable_opts = DEFAULT_OPTS.split() + self.executable_opts
+        self.executable_opts += ['--output', self.matrix_file]
+        self.keep_files = [self.json_file, self.matrix_file]

@@ -1,0 +1,427 @@
+'''OSU micro-benchmarks: the output parser (on the SJTU document's tables and on real OSU
+5.3 and 7.4 outputs), the site `sjtu` (its references are the document's figures, its job
+scripts the document's, checked through `reframe --dry-run`), and the checks run through
+the local Slurm cluster against a real OSU (found through COBALT_OSU_PATH or PATH;
+skipped, saying so, where there is none).'''
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(REPO, 'reframe_checks', 'lib'))
+import osu_install  # noqa: E402
+import osu_parse  # noqa: E402
+
+DATA = os.path.join(REPO, 'tests', 'data', 'osu')
+CHECKS = os.path.join(REPO, 'reframe_checks', 'osu.py')
+SJTU = os.path.join(REPO, 'site-configs', 'sjtu')
+
+REFRAME = [sys.executable, '-c',
+           'import sys; from reframe.frontend.cli import main; '
+           'sys.argv[0] = "reframe"; sys.exit(main())']
+
+# The document's clusters: ReFrame partition, column in the comparison tables, mbw_mr file.
+CLUSTERS = {
+    'sjtu-siyuan1:p64c512g': (0, 'sjtu-mbw_mr-siyuan.txt'),
+    'sjtu-pi2:cpu': (1, 'sjtu-mbw_mr-pi2.txt'),
+    'sjtu-arm:default': (2, 'sjtu-mbw_mr-arm.txt'),
+}
+POWERS_1_4M = [1 << i for i in range(23)]
+
+
+def data(name):
+    return osu_parse.parse_file(os.path.join(DATA, name))
+
+
+def read(path):
+    with open(path) as fp:
+        return fp.read()
+
+
+# ---- the parser -----------------------------------------------------------------------
+
+def test_sjtu_latency_table():
+    table = data('sjtu-latency.txt')
+    assert table.title == 'OSU MPI Latency Test'
+    assert table.version == '' and table.major_version is None
+    assert [c.name for c in table.columns] == ['Latency (us)'] * 3
+    assert table.metrics() == ['latency'] and table.unit('latency') == 'us'
+    assert table.sizes == [0] + POWERS_1_4M
+    assert [table.column('latency', i)[0] for i in range(3)] == [0.79, 1.55, 1.27]
+    assert [table.column('latency', i)[4194304] for i in range(3)] == [286.26, 393.98, 346.91]
+    with pytest.raises(KeyError):
+        table.column('latency', 3)
+
+
+def test_sjtu_bcast_table():
+    table = data('sjtu-bcast.txt')
+    assert table.title == 'OSU MPI Broadcast Latency Test'
+    assert [c.name for c in table.columns] == ['Avg Latency(us)'] * 3
+    assert table.sizes == POWERS_1_4M[:21]
+    assert [table.column('latency', i)[1048576] for i in range(3)] == [169.50, 780.35, 239.25]
+
+
+@pytest.mark.parametrize('name,version', [('sjtu-mbw_mr-siyuan.txt', '5.7.1'),
+                                          ('sjtu-mbw_mr-pi2.txt', '5.7.1'),
+                                          ('sjtu-mbw_mr-arm.txt', '5.6.3'),
+                                          ('osu-7.4-mbw_mr.txt', '7.4'),
+                                          ('osu-5.3-mbw_mr.txt', '5.3')])
+def test_mbw_mr_bandwidth_is_size_times_message_rate(name, version):
+    # osu_mbw_mr prints both columns of one measurement: MB/s = size x messages/s / 10^6.
+    # Every row of every output must agree (to the printed rounding), so a parser that
+    # mixed up columns or rows fails here.
+    table = data(name)
+    assert table.title == 'OSU MPI Multiple Bandwidth / Message Rate Test'
+    assert table.version == version
+    assert table.params['pairs'] == '1' and table.params['window size'] == '64'
+    assert table.metrics() == ['bandwidth', 'message_rate']
+    assert (table.unit('bandwidth'), table.unit('message_rate')) == ('MB/s', 'messages/s')
+    assert table.sizes[0] == 1 and len(table.sizes) >= 20
+    bandwidth, rate = table.column('bandwidth'), table.column('message_rate')
+    for size in table.sizes:
+        # both columns are printed to 0.01: allow that rounding in each
+        rounding = 0.0051 + size * 0.0051 / 1e6
+        assert bandwidth[size] == pytest.approx(size * rate[size] / 1e6, abs=rounding), size
+
+
+def test_osu_7_layout():
+    latency = data('osu-7.4-latency.txt')
+    assert (latency.title, latency.version, latency.major_version) == (
+        'OSU MPI Latency Test', '7.4', 7)
+    assert latency.params['Datatype'] == 'MPI_CHAR'
+    assert latency.sizes == POWERS_1_4M            # 7.x: no size 0
+    assert [c.name for c in latency.columns] == ['Avg Latency(us)']
+    assert latency.metrics() == ['latency']
+
+    full = data('osu-7.4-bcast-full.txt')           # -f
+    assert [(c.metric, c.unit) for c in full.columns] == [
+        ('latency', 'us'), ('min_latency', 'us'), ('max_latency', 'us'), ('iterations', '')]
+    for size, (avg, low, high, iterations) in full.rows.items():
+        assert low <= avg <= high and iterations == 100, size
+
+    validated = data('osu-7.4-latency-validation.txt')   # -c
+    assert validated.metrics() == ['latency', 'validation']
+    assert set(validated.column('validation').values()) == {'Pass'}
+
+    for name, title in [('bw', 'OSU MPI Bandwidth Test'),
+                        ('bibw', 'OSU MPI Bi-Directional Bandwidth Test'),
+                        ('bcast', 'OSU MPI Broadcast Latency Test'),
+                        ('allreduce', 'OSU MPI Allreduce Latency Test'),
+                        ('alltoall', 'OSU MPI All-to-All Personalized Exchange Latency Test')]:
+        table = data(f'osu-7.4-{name}.txt')
+        assert (table.title, table.version) == (title, '7.4')
+        assert table.sizes[0] == 1 and all(v > 0 for row in table.rows.values() for v in row)
+
+
+def test_osu_5_layout():
+    latency = data('osu-5.3-latency.txt')
+    assert (latency.version, latency.major_version) == ('5.3', 5)
+    assert latency.sizes[0] == 0                   # 5.x measures size 0
+    assert [c.name for c in latency.columns] == ['Latency (us)']
+    assert data('osu-5.3-allreduce.txt').sizes[0] == 4   # 5.x allreduce counts floats
+    assert data('osu-5.3-bcast.txt').sizes == POWERS_1_4M[:21]
+
+
+@pytest.mark.parametrize('text,message', [
+    ('', 'no OSU table'),
+    ('# OSU MPI Latency Test v7.4\nsrun: error: task 1 failed\n', 'no OSU table'),
+    ('# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n', 'without rows'),
+    ('# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n1    0.5    0.7\n',
+     '2 values for 1 columns'),
+    ('# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n1    nan?\n',
+     'not a number'),
+    ('# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n2    0.5\n1    0.5\n',
+     'out of order'),
+])
+def test_malformed_output_is_an_error(text, message):
+    with pytest.raises(osu_parse.OsuParseError, match=message):
+        osu_parse.parse(text)
+
+
+def test_table_ends_at_the_first_line_that_is_not_a_row():
+    text = read(os.path.join(DATA, 'osu-7.4-latency.txt'))
+    cut = text.replace('8192 ', 'srun: Job step aborted\n8192 ', 1)
+    table = osu_parse.parse(cut)
+    assert table.sizes[-1] == 4096
+
+
+# ---- finding OSU in both layouts ------------------------------------------------------
+
+@pytest.mark.parametrize('layout', [
+    'libexec/osu-micro-benchmarks/mpi/pt2pt',    # make install, 5.x and 7.x
+    'mpi/pt2pt',                                 # 5.x build tree
+    'c/mpi/pt2pt/standard',                      # 7.x build tree
+    '',                                          # a directory of binaries
+])
+def test_finder_knows_both_layouts(layout, tmp_path, monkeypatch):
+    # An executable named osu_latency in each layout (the layout is what is tested); the
+    # Python finder (ReFrame checks) and the shell one (job scripts) must both find it.
+    root = tmp_path / 'osu'
+    binary = root / layout / 'osu_latency'
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    binary.write_text('#!/bin/sh\n')
+    binary.chmod(0o755)
+    monkeypatch.setenv('COBALT_OSU_PATH', f'/nonexistent:{root}')
+    monkeypatch.setenv('PATH', '/usr/bin:/bin')
+    assert osu_install.find('osu_latency') == str(binary)
+    assert osu_install.find('osu_bcast') is None
+    assert 'osu_bcast is neither on PATH nor under COBALT_OSU_PATH' in \
+        osu_install.not_found_reason('osu_bcast')
+
+    lib = os.path.join(REPO, 'jobs', 'lib', 'osu-common.sh')
+    shell = subprocess.run(['bash', '-c', f'. {lib}; _osu_find osu_latency; '
+                            '_osu_find osu_bcast || echo missing'],
+                           text=True, capture_output=True, env=dict(os.environ), timeout=30)
+    assert shell.stdout.split() == [str(binary), 'missing'], shell.stderr
+
+
+# ---- site sjtu: references and job scripts --------------------------------------------
+
+def sjtu_references():
+    with open(os.path.join(SJTU, 'references.yaml')) as fp:
+        return yaml.safe_load(fp)
+
+
+def expected_sjtu_figures():
+    '''{partition: {benchmark: {perf variable: figure}}} from the document's tables.'''
+    latency, bcast = data('sjtu-latency.txt'), data('sjtu-bcast.txt')
+    figures = {}
+    for part, (column, mbw_file) in CLUSTERS.items():
+        mbw = data(mbw_file)
+        figures[part] = {
+            'osu_latency': {f'latency_{s}': v
+                            for s, v in latency.column('latency', column).items()},
+            'osu_mbw_mr': {**{f'bandwidth_{s}': v for s, v in mbw.column('bandwidth').items()},
+                           **{f'message_rate_{s}': v
+                              for s, v in mbw.column('message_rate').items()}},
+            'osu_bcast': {f'latency_{s}': v for s, v in bcast.column('latency', column).items()},
+        }
+    return figures
+
+
+def test_sjtu_references_are_every_figure_of_the_document():
+    refs = sjtu_references()
+    tolerances = refs['tolerances']
+    for check, benchmarks in [('OsuPt2Pt', ['osu_latency', 'osu_mbw_mr']),
+                              ('OsuCollective', ['osu_bcast'])]:
+        assert refs[check]['$index'] == ['$partition', 'benchmark']
+        assert sorted(k for k in refs[check] if k != '$index') == sorted(CLUSTERS)
+
+    for part, benchmarks in expected_sjtu_figures().items():
+        for bench, figures in benchmarks.items():
+            check = 'OsuCollective' if bench == 'osu_bcast' else 'OsuPt2Pt'
+            entries = refs[check][part][bench]
+            assert sorted(entries) == sorted(figures), (part, bench)
+            for name, figure in figures.items():
+                value, lower, upper, unit = entries[name]
+                assert value == figure, (part, bench, name)
+                if name.startswith('latency'):
+                    tol = tolerances['bcast' if bench == 'osu_bcast' else 'latency']
+                    assert (lower, upper, unit) == (None, tol, 'us')
+                elif name.startswith('bandwidth'):
+                    assert (lower, upper, unit) == (tolerances['bandwidth'], None, 'MB/s')
+                else:
+                    assert (lower, upper, unit) == (
+                        tolerances['message_rate'], None, 'messages/s')
+
+
+def reframe_env(results, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('RFM_')}
+    env.update(COBALT_BENCH_RESULTS=str(results), COBALT_BENCH_RUN_ID='run', **extra)
+    return env
+
+
+def run_reframe(args, results, env=None, timeout=600):
+    env = env or reframe_env(results)
+    return subprocess.run([*REFRAME, *args, '--nocolor'], cwd=str(results), env=env,
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout)
+
+
+def load_report(path):
+    with open(path) as fp:
+        report = json.load(fp)
+    return [tc for run in report['runs'] for tc in run['testcases']]
+
+
+# What the document's job scripts say, per system: the Slurm partition line, the modules
+# in order, how the benchmark starts, and the limits the ARM cluster raises.
+DOCUMENT_JOBS = {
+    'sjtu-siyuan1': ('p64c512g', ['#SBATCH --partition=64c512g'],
+                     ['openmpi', 'osu-micro-benchmarks/5.7.1-gcc-11.2.0-openmpi'],
+                     'mpirun -np {n} {bench}', []),
+    'sjtu-pi2': ('cpu', ['#SBATCH --partition=cpu'],
+                 ['gcc/9.2.0', 'openmpi/4.0.5-gcc-9.2.0',
+                  'osu-micro-benchmarks/5.7.1-gcc-9.2.0-openmpi-4.0.5'],
+                 'mpirun -np {n} {bench}', []),
+    'sjtu-arm': ('default', [], ['osu-micro-benchmarks/5.6.3-gcc-9.3.0-openmpi'],
+                 'srun --mpi=pmi2 {bench}', ['ulimit -l unlimited', 'ulimit -s unlimited']),
+}
+BENCHMARKS = {'osu_latency': 2, 'osu_bw': 2, 'osu_bibw': 2, 'osu_mbw_mr': 2,
+              'osu_bcast': 4, 'osu_allreduce': 4, 'osu_alltoall': 4}
+
+
+@pytest.fixture(scope='module')
+def sjtu_dry_runs(tmp_path_factory):
+    '''One `reframe --dry-run` per SJTU system: {system: (testcases, output)}.'''
+    runs = {}
+    for system in DOCUMENT_JOBS:
+        results = tmp_path_factory.mktemp(system)
+        proc = run_reframe(['-C', os.path.join(SJTU, 'config.py'), '--system', system,
+                            '-c', CHECKS, '--dry-run'], results, timeout=300)
+        assert proc.returncode == 0, proc.stdout
+        runs[system] = (load_report(results / 'sjtu' / 'run' / 'report.json'), proc.stdout)
+    return runs
+
+
+@pytest.mark.parametrize('system', list(DOCUMENT_JOBS))
+def test_sjtu_dry_run_job_scripts(system, sjtu_dry_runs):
+    testcases, output = sjtu_dry_runs[system]
+    partition, sbatch_partition, modules, launch, limits = DOCUMENT_JOBS[system]
+    assert sorted(tc['benchmark'] for tc in testcases) == sorted(BENCHMARKS), output
+    for tc in testcases:
+        bench, tasks = tc['benchmark'], BENCHMARKS[tc['benchmark']]
+        assert (tc['system'], tc['partition'], tc['environ']) == (system, partition, 'osu')
+        assert tc['result'] == 'pass', (tc['fail_phase'], tc['fail_reason'])
+        script = read(os.path.join(tc['stagedir'], 'rfm_job.sh')).splitlines()
+        sbatch = [line for line in script if line.startswith('#SBATCH')]
+        # As the document: exclusive nodes, 2 tasks (4 for collectives), 1 per node.
+        for line in [f'#SBATCH --ntasks={tasks}', '#SBATCH --ntasks-per-node=1',
+                     '#SBATCH --exclusive', *sbatch_partition]:
+            assert line in sbatch, (bench, line, script)
+        assert not any('--partition' in line or line.startswith('#SBATCH -p')
+                       for line in sbatch if line not in sbatch_partition), script
+        body = [line for line in script if not line.startswith('#')]
+        assert [line for line in body if line.startswith('module')] == [
+            f'module load {m}' for m in modules], script
+        assert [line for line in body if line.startswith('ulimit')] == limits
+        assert body[-1] == launch.format(n=tasks, bench=bench), script
+
+
+@pytest.mark.parametrize('system', list(DOCUMENT_JOBS))
+def test_sjtu_dry_run_references_are_the_document_figures(system, sjtu_dry_runs):
+    # ReFrame itself resolves the external references for each partition and benchmark;
+    # its dry-run report has them beside every performance variable.
+    testcases, _ = sjtu_dry_runs[system]
+    part = f'{system}:{DOCUMENT_JOBS[system][0]}'
+    figures = expected_sjtu_figures()[part]
+    judged = set()
+    for tc in testcases:
+        perf = {k[len(part) + 1:]: v for k, v in tc['perfvalues'].items()}
+        for name, (value, ref, lower, upper, unit, _) in perf.items():
+            assert value is None   # a dry run measures nothing
+            if tc['benchmark'] in figures and name in figures[tc['benchmark']]:
+                assert ref == figures[tc['benchmark']][name], (tc['benchmark'], name)
+                judged.add((tc['benchmark'], name))
+            else:
+                assert ref == 0, (tc['benchmark'], name)   # recorded, not judged
+
+    expected = {(bench, name) for bench, names in figures.items() for name in names}
+    # The document's latency table has size 0 and OSU 5.x measures it: all are judged.
+    assert judged == expected
+
+
+def test_sjtu_dry_run_writes_no_results(sjtu_dry_runs):
+    for testcases, output in sjtu_dry_runs.values():
+        assert 'DRY' in output
+        for tc in testcases:
+            assert not os.path.exists(os.path.join(tc['stagedir'], 'rfm_job.out'))
+
+
+# ---- site local-slurm: real OSU through Slurm -------------------------------------------
+
+def osu_or_skip():
+    path = osu_install.find('osu_latency')
+    if path is None:
+        pytest.skip(osu_install.not_found_reason('osu_latency'))
+    return path
+
+
+LOCAL_SLURM = os.path.join(REPO, 'site-configs', 'local-slurm', 'config.py')
+# Short runs: sizes 1 B to 4 KiB, 200 iterations.
+SHORT = ['-S', 'osu_opts=-m 1:4096 -i 200 -x 20', '-S', 'sizes=1,8,1024,4096']
+SOME = ['-n', '%benchmark=osu_(latency|mbw_mr|bcast)']
+
+
+def test_local_slurm_runs_osu(tmp_path, slurm_cluster):
+    osu_or_skip()
+    env = reframe_env(tmp_path, SLURM_CONF=slurm_cluster.env['SLURM_CONF'])
+    proc = run_reframe(['-C', LOCAL_SLURM, '-c', CHECKS, '-r', '--exec-policy', 'serial',
+                        *SOME, *SHORT], tmp_path, env)
+    assert proc.returncode == 0, proc.stdout
+    testcases = load_report(tmp_path / 'local-slurm' / 'run' / 'report.json')
+    assert sorted(tc['benchmark'] for tc in testcases) == [
+        'osu_bcast', 'osu_latency', 'osu_mbw_mr']
+    for tc in testcases:
+        assert tc['result'] == 'pass', (tc['fail_phase'], tc['fail_reason'])
+        assert re.fullmatch(r'\d+(\.\d+)+', tc['osu_version']), tc['osu_version']
+        perf = {k.split(':')[-1]: v for k, v in tc['perfvalues'].items()}
+        metrics = {'osu_mbw_mr': ['bandwidth', 'message_rate']}.get(tc['benchmark'],
+                                                                     ['latency'])
+        # Every declared size of every metric, measured (and some judged: see
+        # site-configs/local-slurm/references.yaml).
+        assert sorted(perf) == sorted(f'{m}_{s}' for m in metrics for s in (1, 8, 1024, 4096))
+        assert all(v[0] > 0 for v in perf.values()), perf
+        assert any(v[1] != 0 for v in perf.values()), 'no reference applied'
+        script = read(os.path.join(tc['outputdir'], 'rfm_job.sh'))
+        assert f'srun --mpi=pmix {osu_install.find(tc["benchmark"])} -m 1:4096' in script
+        tasks = '4' if tc['benchmark'] == 'osu_bcast' else '2'
+        assert f'#SBATCH --ntasks={tasks}\n' in script
+        # The OSU table is kept with the outputs, and it is what the check reported.
+        table = osu_parse.parse_file(os.path.join(tc['outputdir'], 'rfm_job.out'))
+        assert table.column(metrics[0])[8] == perf[f'{metrics[0]}_8'][0]
+
+
+def test_local_slurm_unmet_reference_and_missing_sizes_fail(tmp_path, slurm_cluster):
+    osu_or_skip()
+    # A copy of the site whose latency reference no machine meets.
+    site = tmp_path / 'site-configs'
+    shutil.copytree(os.path.join(REPO, 'site-configs'), site,
+                    ignore=shutil.ignore_patterns('__pycache__', 'cluster', 'slurm', '.spack*'))
+    refs_path = site / 'local-slurm' / 'references.yaml'
+    refs = yaml.safe_load(refs_path.read_text())
+    refs['OsuPt2Pt']['local-slurm:.*']['osu_latency']['latency_8'] = [0.001, None, 0, 'us']
+    refs_path.write_text(yaml.safe_dump(refs))
+    env = reframe_env(tmp_path, SLURM_CONF=slurm_cluster.env['SLURM_CONF'],
+                      COBALT_BENCH_ROOT=REPO)
+    proc = run_reframe(['-C', str(site / 'local-slurm' / 'config.py'), '-c', CHECKS, '-r',
+                        '-n', '%benchmark=osu_latency', *SHORT], tmp_path, env)
+    assert proc.returncode != 0, proc.stdout
+    (tc,) = load_report(tmp_path / 'local-slurm' / 'run' / 'report.json')
+    assert (tc['result'], tc['fail_phase']) == ('fail', 'performance'), proc.stdout
+    assert 'latency_8' in tc['fail_reason']
+
+    # Sizes the OSU options do not measure: a sanity failure that names them.
+    results = tmp_path / 'sizes'
+    results.mkdir()
+    env['COBALT_BENCH_RESULTS'] = str(results)
+    proc = run_reframe(['-C', LOCAL_SLURM, '-c', CHECKS, '-r', '-n', '%benchmark=osu_latency',
+                        '-S', 'osu_opts=-m 1:4096 -i 100 -x 10', '-S', 'sizes=8,65536'],
+                       results, env)
+    (tc,) = load_report(results / 'local-slurm' / 'run' / 'report.json')
+    assert (tc['result'], tc['fail_phase']) == ('fail', 'sanity'), proc.stdout
+    assert 'sizes [65536] missing from the output' in tc['fail_reason']
+
+
+def test_without_osu_every_check_is_skipped(tmp_path):
+    # No COBALT_OSU_PATH and no OSU on PATH: each check says what is missing. (Skipping
+    # happens before anything is submitted: no Slurm needed.)
+    path = ':'.join(d for d in os.environ.get('PATH', '').split(':')
+                    if d and not os.path.exists(os.path.join(d, 'osu_latency')))
+    env = reframe_env(tmp_path, PATH=path)
+    env.pop('COBALT_OSU_PATH', None)
+    proc = run_reframe(['-C', LOCAL_SLURM, '-c', CHECKS, '-r'], tmp_path, env)
+    assert proc.returncode == 0, proc.stdout
+    testcases = load_report(tmp_path / 'local-slurm' / 'run' / 'report.json')
+    assert sorted(tc['benchmark'] for tc in testcases) == sorted(BENCHMARKS)
+    assert {tc['result'] for tc in testcases} == {'skip'}
+    for bench in BENCHMARKS:
+        assert re.search(rf'SKIP .*%benchmark={bench} .*\[OSU micro-benchmarks not found: '
+                         rf'{bench} is neither on PATH nor under COBALT_OSU_PATH', proc.stdout)

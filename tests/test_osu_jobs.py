@@ -1,0 +1,158 @@
+'''The OSU Slurm batch scripts (jobs/osu_*.slurm), submitted with sbatch to the local
+Slurm cluster: with a real OSU (COBALT_OSU_PATH or PATH; skipped, saying so, without
+one) they run to completion and leave OSU's output under results/; without OSU, or with a
+module that does not exist, they fail with exit code 3 and say why.'''
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.join(REPO, 'reframe_checks', 'lib'))
+import osu_install  # noqa: E402
+import osu_parse  # noqa: E402
+
+JOBS = os.path.join(REPO, 'jobs')
+# Benchmark -> (OSU's title, tasks): point to point 2 x 1; broadcast 4 tasks over the two
+# nodes this cluster has (--spread-job).
+SCRIPTS = {
+    'osu_latency': ('OSU MPI Latency Test', 2),
+    'osu_bw': ('OSU MPI Bandwidth Test', 2),
+    'osu_bibw': ('OSU MPI Bi-Directional Bandwidth Test', 2),
+    'osu_mbw_mr': ('OSU MPI Multiple Bandwidth / Message Rate Test', 2),
+    'osu_bcast': ('OSU MPI Broadcast Latency Test', 4),
+}
+SHORT = '-m 1:1024 -i 100 -x 10'
+
+
+def job_env(base, **extra):
+    '''The submitting shell's environment without cobalt-bench's or OSU's settings.'''
+    env = {k: v for k, v in base.items()
+           if not k.startswith(('COBALT_', 'OSU_', 'SLURM_JOB', 'SBATCH_'))}
+    env.update(extra)
+    return env
+
+
+def sbatch(script, cwd, env, *options):
+    proc = subprocess.run(['sbatch', '--parsable', *options, script], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(';')[0]
+
+
+def wait_for(jobid, env, timeout=180):
+    '''(state, exit code) from sacct once the job has finished.'''
+    deadline = time.monotonic() + timeout
+    out = ''
+    while time.monotonic() < deadline:
+        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o',
+                              'JobID,State,ExitCode'], env=env, text=True,
+                             capture_output=True, timeout=30).stdout
+        for line in out.splitlines():
+            fields = line.split('|')
+            if fields[0] == jobid and fields[1] not in (
+                    'PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING', 'REQUEUED'):
+                return fields[1], fields[2]
+        time.sleep(0.5)
+    pytest.fail(f'job {jobid} did not finish in {timeout} s: {out}')
+
+
+def log(cwd, bench, jobid):
+    with open(os.path.join(cwd, f'{bench}-{jobid}.out')) as fp:
+        return fp.read()
+
+
+@pytest.fixture(scope='module')
+def osu_root():
+    path = osu_install.find('osu_latency')
+    if path is None:
+        pytest.skip(osu_install.not_found_reason('osu_latency'))
+    return path
+
+
+@pytest.fixture(scope='module')
+def submitted(osu_root, slurm_cluster, tmp_path_factory):
+    '''All five scripts submitted at once (they run one after the other: --exclusive),
+    from a directory that is not the checkout, without the cobalt-bench module loaded;
+    OSU through COBALT_OSU_PATH (the build's directories), srun's MPI plugin pmix.'''
+    cwd = tmp_path_factory.mktemp('osu-jobs')
+    dirs = sorted({os.path.dirname(osu_install.find(b)) for b in SCRIPTS})
+    env = job_env(slurm_cluster.env, COBALT_OSU_PATH=':'.join(dirs), OSU_SRUN_MPI='pmix',
+                  OSU_OPTS=SHORT, COBALT_BENCH_RESULTS=str(cwd / 'results'),
+                  # 4 ranks on this machine's 2 cores: Open MPI must not busy-wait
+                  OMPI_MCA_mpi_yield_when_idle='1')
+    jobs = {b: sbatch(os.path.join(JOBS, f'{b}.slurm'), cwd, env) for b in SCRIPTS}
+    return cwd, env, jobs
+
+
+@pytest.mark.parametrize('bench', list(SCRIPTS))
+def test_job_runs_osu(bench, submitted):
+    cwd, env, jobs = submitted
+    jobid = jobs[bench]
+    assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
+    title, tasks = SCRIPTS[bench]
+    text = log(cwd, bench, jobid)
+    assert f'job {jobid}: {tasks} tasks on 2 nodes' in text
+    assert f'srun --mpi=pmix {osu_install.find(bench)} {SHORT}' in text
+    # OSU's own output is kept under results/, and is a whole table.
+    table = osu_parse.parse_file(cwd / 'results' / 'slurm' / f'{bench}-{jobid}.txt')
+    assert table.title == title
+    assert table.sizes == [1 << i for i in range(11)]
+    assert f'{title} v{table.version}' in text and 'exit code 0' in text
+
+
+def test_job_finds_osu_through_its_module(osu_root, slurm_cluster, tmp_path):
+    # A site's OSU module (here a Lmod modulefile for the OSU build used above) named
+    # osu-micro-benchmarks: loaded by default, it puts the benchmarks on PATH.
+    moddir = tmp_path / 'modules' / 'osu-micro-benchmarks'
+    moddir.mkdir(parents=True)
+    (moddir / 'test.lua').write_text(f'prepend_path("PATH", "{os.path.dirname(osu_root)}")\n')
+    env = job_env(slurm_cluster.env, MODULEPATH=str(tmp_path / 'modules'), OSU_OPTS=SHORT,
+                  COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
+    jobid = sbatch(os.path.join(JOBS, 'osu_latency.slurm'), tmp_path, env)
+    assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(tmp_path, 'osu_latency', jobid)
+    text = log(tmp_path, 'osu_latency', jobid)
+    assert 'modules: osu-micro-benchmarks' in text
+    assert f'running: srun {osu_root} ' in text
+    osu_parse.parse_file(tmp_path / 'results' / 'slurm' / f'osu_latency-{jobid}.txt')
+
+
+def test_job_without_osu_fails_saying_so(slurm_cluster, tmp_path):
+    path = ':'.join(d for d in slurm_cluster.env.get('PATH', '').split(':')
+                    if d and not os.path.exists(os.path.join(d, 'osu_bcast')))
+    env = job_env(slurm_cluster.env, PATH=path, MODULEPATH=str(tmp_path))
+    jobid = sbatch(os.path.join(JOBS, 'osu_bcast.slurm'), tmp_path, env)
+    assert wait_for(jobid, env) == ('FAILED', '3:0')
+    text = log(tmp_path, 'osu_bcast', jobid)
+    assert 'osu_bcast not found: not on PATH, nor under COBALT_OSU_PATH (not set)' in text
+    assert not os.path.exists(tmp_path / 'results' / 'slurm' / f'osu_bcast-{jobid}.txt')
+
+
+def test_job_with_a_module_that_does_not_exist_fails(slurm_cluster, tmp_path):
+    env = job_env(slurm_cluster.env,
+                  OSU_MODULE='osu-micro-benchmarks/5.7.1-gcc-11.2.0-openmpi')
+    jobid = sbatch(os.path.join(JOBS, 'osu_latency.slurm'), tmp_path, env)
+    assert wait_for(jobid, env) == ('FAILED', '3:0')
+    assert 'cannot load module osu-micro-benchmarks/5.7.1-gcc-11.2.0-openmpi' in \
+        log(tmp_path, 'osu_latency', jobid)
+
+
+def test_job_outside_slurm_refuses(tmp_path):
+    env = job_env(os.environ)
+    proc = subprocess.run(['bash', os.path.join(JOBS, 'osu_mbw_mr.slurm')], cwd=tmp_path,
+                          env=env, text=True, capture_output=True, timeout=60)
+    assert proc.returncode == 3
+    assert 'not in a Slurm job: submit it with sbatch' in proc.stdout + proc.stderr
+
+
+def test_scripts_pass_shellcheck():
+    if shutil.which('shellcheck') is None:
+        pytest.skip('shellcheck not installed (Debian package shellcheck)')
+    scripts = [f'{b}.slurm' for b in SCRIPTS] + ['lib/osu-common.sh']
+    proc = subprocess.run(['shellcheck', '-x', *scripts], cwd=JOBS, text=True,
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
