@@ -1,0 +1,110 @@
+# ReFrame checks for the network family: eth-test (the compliance document's 10GbE UDP
+# reception test), one run per interface of the node under test.
+#
+# The node under test runs eth-test-receive on the interface (-I IFACE); the sender,
+# eth-test-send, is started by the job beside it, once the receiver listens (its
+# --ready-file names the address, first port and stream count). Site settings, in the
+# partition's `extras` (the check never names a site):
+#   eth_test_interfaces    the interfaces to test, one run each, e.g. ['ens1f0', 'ens1f1'];
+#                          a partition that lists none gets one run that is skipped, saying so
+#   eth_test_receive_opts  eth-test-receive options (default: its own, compliant at
+#                          >= 9.00 Gbit/s and 0.000% loss); -S kernel_opts=... overrides
+#   eth_test_send_opts     eth-test-send options (default: its own, the compliance load:
+#                          12 streams, 9 Gbit/s, 8900 B, batches of 128, 10 s)
+#   eth_test_sender        a command prefix that starts the sender on the sending machine,
+#                          e.g. 'ssh sender01' (eth-test-send on its PATH); '' (default): on
+#                          this node, which tests the receiving software, not the NIC
+# Judged by the site's references.yaml, entry EthTest: total_speed (Gbit/s) and
+# average_loss (%); every other metric of eth-test-receive's JSON document is recorded.
+
+import os
+import shlex
+import sys
+
+import reframe as rfm
+import reframe.core.runtime as rt
+from reframe.core.builtins import parameter, run_after
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
+from cobalt_kernel import KernelJsonTest  # noqa: E402
+
+NO_INTERFACE = ''    # the run of a partition that lists no interface
+
+
+def _interfaces():
+    '''Every interface some partition of this system lists, and NO_INTERFACE if a partition
+    lists none.'''
+    try:
+        partitions = rt.runtime().system.partitions
+    except Exception:   # loaded without a configured system: no runs
+        return []
+
+    names = set()
+    for p in partitions:
+        listed = p.extras.get('eth_test_interfaces') or []
+        names.update(listed)
+        if not listed:
+            names.add(NO_INTERFACE)
+
+    return sorted(names)
+
+
+@rfm.simple_test
+class EthTest(KernelJsonTest):
+    '''eth-test: UDP streams received on one interface, speed and exact loss.'''
+
+    interface = parameter(_interfaces())
+    descr = 'eth-test: 10GbE UDP reception (compliance network test)'
+    executable = 'eth-test-receive'
+    kernel = 'eth-test-receive'
+    opts_extra = 'eth_test_receive_opts'
+    json_file = 'eth-test-receive.json'
+    exclusive_access = True
+    tags = {'network', 'compliance'}
+    metric_units = {
+        'total_speed': 'Gbit/s',
+        'average_loss': '%',
+        'sent_packets': 'packets',
+        'received_packets': 'packets',
+        'lost_packets': 'packets',
+        'duplicate_packets': 'packets',
+        'reordered_packets': 'packets',
+        'foreign_datagrams': 'datagrams',
+        'malformed_datagrams': 'datagrams',
+        'verification_errors': 'errors',
+    }
+
+    @run_after('init')
+    def partitions_listing_the_interface(self):
+        system = rt.runtime().system
+        self.valid_systems = [
+            f'{system.name}:{p.name}' for p in system.partitions
+            if (self.interface in (p.extras.get('eth_test_interfaces') or []) or
+                (self.interface == NO_INTERFACE and not p.extras.get('eth_test_interfaces')))
+        ]
+
+    @run_after('setup')
+    def receiver_and_sender(self):
+        self.skip_if(self.interface == NO_INTERFACE,
+                     f'partition {self.current_partition.fullname} lists no interfaces to '
+                     f"test in extras['eth_test_interfaces']")
+        extras = self.current_partition.extras
+        # The receiver (the executable) says where it listens; the sender waits for that
+        # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
+        self.executable_opts = ['-I', self.interface, '--ready-file', 'ready',
+                                *self.executable_opts]
+        sender = extras.get('eth_test_sender', '')
+        send_opts = extras.get('eth_test_send_opts', '')
+        self.prerun_cmds = [
+            'rm -f ready',
+            '(for i in $(seq 600); do [ -s ready ] && break; sleep 0.1; done; '
+            'read -r address port streams < ready; '
+            f'exec {sender} eth-test-send -H "$address" --port "$port" --streams "$streams" '
+            f'{" ".join(shlex.quote(o) for o in shlex.split(send_opts))}'
+            ') > eth-test-send.out 2>&1 &',
+            'sender=$!',
+        ]
+        # A receiver that never listened (a usage error, say) leaves a sender waiting.
+        self.postrun_cmds = ['receiver_rc=$?', '[ -s ready ] || kill $sender 2>/dev/null',
+                             'wait $sender', 'exit $receiver_rc']
+        self.keep_files = [self.json_file, 'eth-test-send.out']

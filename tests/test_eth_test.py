@@ -1,0 +1,594 @@
+'''eth-test-send / eth-test-receive across a real network: two network namespaces joined
+by a veth pair with MTU 9000 (src/eth-test/vethpair.py), made and removed by each test.
+
+The rates here are ones this 2-core machine sustains while other work runs on it; the
+compliance rate (9 Gbit/s) is bench/eth-test's and the README's demonstration, not a
+unit test's. Loss is injected with the firewall in the receiving namespace, and its own
+drop counter is what the receiver's count is checked against.'''
+
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SEND = os.path.join(ROOT, 'bin', 'eth-test-send')
+RECV = os.path.join(ROOT, 'bin', 'eth-test-receive')
+sys.path.insert(0, os.path.join(ROOT, 'src', 'eth-test'))
+import vethpair  # noqa: E402
+
+PORT = 47000
+# A load this machine carries reliably, busy or not: 3 Gbit/s of jumbo datagrams in
+# 12 streams for 2 s (the compliance shape at a third of its rate).
+RATE = 3.0
+SMALL = ['--rate', str(RATE), '--duration', '2', '--quiet']
+# A rate measured over a 1-2 s run on a busy machine is good to a few per mille (a
+# sender delayed by milliseconds at the end, batches arriving as bursts); over the
+# compliance run's 10 s and thousands of batches, to far less. Judged here to 1%.
+TOLERANCE = 0.01
+THRESHOLD = ['--threshold', str(RATE * (1 - TOLERANCE))]
+
+needs_netns = pytest.mark.skipif(vethpair.unavailable_reason() is not None,
+                                 reason=f'{vethpair.unavailable_reason()}')
+
+
+@pytest.fixture(scope='module', autouse=True)
+def built():
+    for b in (SEND, RECV):
+        if not os.access(b, os.X_OK):
+            pytest.fail(f'{b} is not built: run make first')
+
+
+@pytest.fixture
+def net():
+    with vethpair.VethPair() as pair:
+        yield pair
+
+
+def results_block(stdout):
+    lines = stdout.rstrip('\n').split('\n')
+    i = max(k for k, line in enumerate(lines) if line == '----- Test results -----')
+    return dict(re.match(r'([^:]+):\s+(.*)', line).groups() for line in lines[i + 1:])
+
+
+class Run:
+    '''A receiver in the receiving namespace and a sender in the sending one.'''
+
+    def __init__(self, net, tmp_path, send_args=(), recv_args=(), timeout=60, on_start=None):
+        self.rx_json = tmp_path / 'rx.json'
+        self.tx_json = tmp_path / 'tx.json'
+        ready = tmp_path / 'ready'
+        self.rx = net.popen_rx([RECV, '-H', net.rx_addr, '--timeout', '20', '--quiet',
+                                '--ready-file', str(ready), '--json', str(self.rx_json),
+                                *recv_args])
+        if on_start:
+            on_start(self.rx)
+        try:
+            net.wait_ready(str(ready), self.rx)
+            self.ready = ready.read_text().split()
+            self.tx = net.run_tx([SEND, '-H', net.rx_addr, '--json', str(self.tx_json),
+                                  *send_args], timeout=timeout)
+            self.rx_out, self.rx_err = self.rx.communicate(timeout=timeout)
+        finally:
+            if self.rx.poll() is None:
+                self.rx.kill()
+                self.rx.communicate()
+
+    @property
+    def doc(self):
+        return json.loads(self.rx_json.read_text())
+
+    @property
+    def tx_doc(self):
+        return json.loads(self.tx_json.read_text())
+
+    def __repr__(self):
+        return (f'receiver exit {self.rx.returncode}:\n{self.rx_out}{self.rx_err}\n'
+                f'sender exit {self.tx.returncode}:\n{self.tx.stdout}{self.tx.stderr}')
+
+
+# ---- the command lines -----------------------------------------------------------------
+
+def test_version_and_help():
+    version = open(os.path.join(ROOT, 'VERSION')).read().strip()
+    for prog, words in ((SEND, ['--rate', '--size', '--streams', '--batch', '--duration',
+                                '--cpu', '8900', 'Exit status']),
+                        (RECV, ['--host', '--interface', '--rcvbuf', '--busy-poll', '--cpu',
+                                '--timeout', 'net.core.rmem_max', 'Exit status'])):
+        r = subprocess.run([prog, '--version'], capture_output=True, text=True)
+        assert r.returncode == 0
+        assert r.stdout.startswith(f'{os.path.basename(prog)} (cobalt-bench) {version}')
+        r = subprocess.run([prog, '--help'], capture_output=True, text=True)
+        assert r.returncode == 0
+        for w in words:
+            assert w in r.stdout, w
+
+
+@pytest.mark.parametrize('prog,args,words', [
+    (SEND, [], '-H HOST is required'),
+    (SEND, ['-H', '127.0.0.1', '--rate', '-1'], '--rate'),
+    (SEND, ['-H', '127.0.0.1', '--rate', 'fast'], 'not a number'),
+    (SEND, ['-H', '127.0.0.1', '--size', '20'], '--size'),
+    (SEND, ['-H', '127.0.0.1', '--size', '70000'], '--size'),
+    (SEND, ['-H', '127.0.0.1', '--streams', '0'], '--streams'),
+    (SEND, ['-H', '127.0.0.1', '--port', '65530'], 'past port 65535'),
+    (SEND, ['-H', '127.0.0.1', '--session', '0'], '--session'),
+    (SEND, ['-H', '127.0.0.1', '--cpu', '1-'], '--cpu'),
+    (SEND, ['-H', '127.0.0.1', '--bogus'], "unknown option '--bogus'"),
+    (SEND, ['-H', '127.0.0.1', 'extra'], "unexpected argument 'extra'"),
+    (SEND, ['-H', '127.0.0.1', '--json', '/nonexistent/dir/x.json'], 'cannot write'),
+    (RECV, [], 'exactly one of -H HOST and -I IFACE'),
+    (RECV, ['-H', '127.0.0.1', '-I', 'lo'], 'exactly one'),
+    (RECV, ['-H', '127.0.0.1', '--streams', '2000'], '--streams'),
+    (RECV, ['-H', '127.0.0.1', '--max-loss', '101'], '--max-loss'),
+    (RECV, ['-H', '127.0.0.1', '--timeout', '0'], '--timeout'),
+    (RECV, ['-H', '127.0.0.1', '--busy-poll=x'], '--busy-poll'),
+    (RECV, ['-H', '127.0.0.1', '--batch'], "needs a value"),
+])
+def test_bad_options_exit_2(prog, args, words):
+    r = subprocess.run([prog, *args], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert words in r.stderr
+    assert r.stdout == ''     # nothing sent or received before the options are checked
+
+
+def test_cannot_run_exit_3():
+    # An address that is not this machine's (TEST-NET-1): refused without sending anything.
+    r = subprocess.run([RECV, '-H', '192.0.2.1', '--timeout', '1'], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 3
+    assert 'not an address of this machine' in r.stderr
+    r = subprocess.run([RECV, '-I', 'no-such-if0', '--timeout', '1'], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 3 and "no interface 'no-such-if0'" in r.stderr
+    r = subprocess.run([SEND, '-H', 'no-such-host.invalid', '--duration', '0.1'],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3 and 'cannot resolve' in r.stderr
+
+
+# ---- across the namespaces --------------------------------------------------------------
+
+@needs_netns
+def test_no_sender_times_out(net, tmp_path):
+    r = net.run_rx([RECV, '-H', net.rx_addr, '--timeout', '0.5', '--quiet',
+                    '--json', str(tmp_path / 'r.json')], timeout=30)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert 'no data from a sender in 0.5 s' in r.stderr
+    assert not (tmp_path / 'r.json').exists()   # no result from a run that did not happen
+    # The preflight ran: the interface and its jumbo MTU.
+    assert f'interface {net.rx_if} ({net.rx_addr}): MTU 9000, jumbo frames on' in r.stdout
+
+
+@needs_netns
+def test_stream_with_zero_loss(net, tmp_path):
+    rx_before = net.rx_counters()
+    run = Run(net, tmp_path, send_args=SMALL, recv_args=THRESHOLD)
+    assert run.rx.returncode == 0, run
+    assert run.tx.returncode in (0, 1), run     # 1: its rate was a per mille short
+    assert run.ready == [net.rx_addr, str(PORT), '12']
+
+    block = results_block(run.rx_out)
+    assert block['Test version'] == '1.0'
+    assert block['Total speed'].endswith(' Gbit/s')
+    assert float(block['Total speed'].split()[0]) == pytest.approx(RATE, rel=TOLERANCE)
+    assert block['Average loss'] == '0.000%'
+
+    doc, tx = run.doc, run.tx_doc
+    m = doc['metrics']
+    assert doc['test'] == 'eth-test-receive' and tx['test'] == 'eth-test-send'
+    for key in ('test', 'version', 'test_version', 'host', 'started', 'duration_s', 'config',
+                'metrics', 'compliance'):
+        assert key in doc
+    assert doc['config']['interface'] == net.rx_if and doc['config']['mtu'] == 9000
+    assert doc['complete'] is True
+    sent = tx['metrics']['sent_packets']['value']
+    assert sent == 12 * round(2 * RATE / 12 * 1e9 / (8 * 8900))
+    assert m['sent_packets']['value'] == sent
+    assert m['received_packets']['value'] == sent
+    assert m['lost_packets']['value'] == 0 and m['average_loss']['value'] == 0
+    for k in ('duplicate_packets', 'reordered_packets', 'malformed_datagrams',
+              'foreign_datagrams', 'misdirected_datagrams', 'verification_errors'):
+        assert m[k]['value'] == 0, k
+    # the receiver's clock and the sender's agree on the rate
+    assert m['total_speed'] == {'value': pytest.approx(RATE, rel=TOLERANCE), 'unit': 'Gbit/s'}
+    assert m['total_speed_bytes']['value'] == pytest.approx(m['total_speed']['value'] * 1e9 / 8)
+    assert m['sender_clock_speed']['value'] == pytest.approx(RATE, rel=TOLERANCE)
+    assert tx['metrics']['sent_speed']['value'] == pytest.approx(RATE, rel=TOLERANCE)
+    assert doc['compliance'] == {'threshold': RATE * (1 - TOLERANCE), 'max_loss': 0,
+                                 'passed': True}
+    assert [s['received'] for s in doc['streams']] == [sent // 12] * 12
+    assert all(s['end_records'] >= 1 for s in doc['streams'])
+    # Every datagram really crossed the veth pair: its receive counter saw them all.
+    packets, octets = (a - b for a, b in zip(net.rx_counters(), rx_before))
+    assert packets >= sent
+    assert octets >= sent * (8900 + 28 + 14)
+
+
+@needs_netns
+def test_sender_paces_at_the_requested_rate(net, tmp_path):
+    # The veth's own byte counter in the receiving namespace, sampled every 20 ms while a
+    # 1 Gbit/s stream runs for 2 s, must show 2 s of steady traffic, not a burst.
+    samples = []
+    done = threading.Event()
+    # A process that stays in the receiving namespace: its /proc/PID/net/dev is that
+    # namespace's, readable from here every 20 ms without starting a process each time.
+    witness = net.popen_rx(['sleep', '60'])
+
+    def sample():
+        while True:
+            with open(f'/proc/{witness.pid}/net/dev') as fp:
+                for line in fp:
+                    name, _, rest = line.partition(':')
+                    if name.strip() == net.rx_if:
+                        samples.append((time.monotonic(), int(rest.split()[0])))
+            if done.is_set():
+                break
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        run = Run(net, tmp_path,
+                  send_args=['--rate', '1', '--duration', '2', '--streams', '4', '--quiet'],
+                  recv_args=['--streams', '4', '--threshold', '0.99'])
+    finally:
+        time.sleep(0.05)
+        done.set()
+        t.join()
+        witness.kill()
+        witness.communicate()
+    assert run.rx.returncode == 0, run
+    base, final = samples[0][1], samples[-1][1]
+    frame = 8900 + 28 + 14
+    assert final - base >= run.doc['metrics']['received_packets']['value'] * frame
+    # when the traffic started and ended, on the counter's clock
+    t_start = next(t for t, b in samples if b > base + 10 * frame)
+    t_end = next(t for t, b in samples if b >= final - 10 * frame)
+    assert 1.8 < t_end - t_start < 2.3, (t_start, t_end)
+
+    # the rate over the middle second, from the counter: 1 Gbit/s of payload
+    def at(t):
+        before = [s for s in samples if s[0] <= t][-1]
+        after = [s for s in samples if s[0] >= t][0]
+        return before[1] if after[0] == before[0] else \
+            before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
+    mid0, mid1 = t_start + 0.5, t_start + 1.5
+    payload_gbits = (at(mid1) - at(mid0)) * 8 / (mid1 - mid0) / 1e9 * 8900 / frame
+    assert payload_gbits == pytest.approx(1.0, rel=0.10)
+    # and the receiver's own clock agrees
+    assert run.doc['metrics']['total_speed']['value'] == pytest.approx(1.0, rel=TOLERANCE)
+    assert run.tx_doc['metrics']['sent_speed']['value'] == pytest.approx(1.0, rel=TOLERANCE)
+
+
+@needs_netns
+@pytest.mark.skipif(vethpair.firewall_tool() is None,
+                    reason='neither nft nor iptables installed')
+def test_injected_loss_matches_the_firewall_counter(net, tmp_path):
+    with net.drop_fraction(0.05, ports=(PORT, PORT + 11)) as fw:
+        run = Run(net, tmp_path, send_args=SMALL, recv_args=THRESHOLD)
+        dropped = fw.dropped()
+    assert run.rx.returncode == 1, run          # loss: not compliant
+    m = run.doc['metrics']
+    sent = run.tx_doc['metrics']['sent_packets']['value']
+    assert m['sent_packets']['value'] == sent
+    # Every packet the firewall dropped, and only those (plus any the receiving socket
+    # dropped itself, if the machine was too busy), is reported lost.
+    assert 0.03 * sent < dropped < 0.07 * sent
+    assert m['lost_packets']['value'] == dropped + m['socket_drops']['value']
+    assert m['received_packets']['value'] == sent - m['lost_packets']['value']
+    assert m['average_loss']['value'] == pytest.approx(100 * m['lost_packets']['value'] / sent)
+    assert results_block(run.rx_out)['Average loss'] == f"{m['average_loss']['value']:.3f}%"
+    assert m['duplicate_packets']['value'] == 0 and m['foreign_datagrams']['value'] == 0
+    assert run.doc['compliance']['passed'] is False
+    if not m['socket_drops']['value']:
+        assert "before this machine's UDP layer" in run.rx_out
+
+
+@needs_netns
+def test_killed_sender_leaves_a_partial_report(net, tmp_path):
+    ready = tmp_path / 'ready'
+    rx = net.popen_rx([RECV, '-H', net.rx_addr, '--streams', '2', '--idle-timeout', '0.5',
+                       '--quiet', '--ready-file', str(ready), '--json', str(tmp_path / 'r.json')])
+    try:
+        net.wait_ready(str(ready), rx)
+        tx = net.popen_tx([SEND, '-H', net.rx_addr, '--streams', '2', '--rate', '0.5',
+                           '--duration', '30', '--quiet'])
+        time.sleep(1.0)
+        tx.send_signal(signal.SIGKILL)
+        tx.communicate(timeout=10)
+        out, err = rx.communicate(timeout=30)
+    finally:
+        for p in (rx, tx):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert rx.returncode == 1, out + err
+    doc = json.loads((tmp_path / 'r.json').read_text())
+    assert doc['complete'] is False
+    assert doc['metrics']['received_packets']['value'] > 1000
+    assert 'went silent without end records' in out
+    assert results_block(out)['Average loss'].endswith('(at least; incomplete)')
+
+
+# ---- crafted datagrams of the real format -----------------------------------------------
+# An independent (Python) writer of eth-test's format (src/eth-test/eth_proto.h).
+M64 = (1 << 64) - 1
+
+
+def mix64(x):
+    x = (x + 0x9e3779b97f4a7c15) & M64
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M64
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M64
+    return x ^ (x >> 31)
+
+
+def header(kind, stream, nstreams, size, session, seq, aux=0, copy=0):
+    h = struct.pack('<4sBBHHHIQQQ', b'CBET', 1, kind, stream, nstreams, copy, size,
+                    session, seq, aux)
+    c = 0x6574682d74657374
+    for w in struct.unpack('<5Q', h):
+        c = mix64(c ^ w)
+    return h + struct.pack('<Q', c)
+
+
+def data(session, stream, nstreams, seq, size=1000, corrupt=False):
+    payload = bytearray(size - 48)
+    nwords = len(payload) // 8
+    for w in (0, nwords - 1, mix64(seq ^ session) % nwords):
+        v = mix64(session ^ mix64((stream << 48) ^ seq) ^ (w << 1))
+        struct.pack_into('<Q', payload, 8 * w, v)
+    if corrupt:
+        payload[0] ^= 0xff
+    return header(1, stream, nstreams, size, session, seq) + bytes(payload)
+
+
+def end(session, stream, nstreams, sent, copy):
+    return header(2, stream, nstreams, 48, session, sent, aux=10_000_000, copy=copy)
+
+
+SENDER = '''
+import json, socket, sys, time
+host = sys.argv[1]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for port, hexdata in json.load(sys.stdin):
+    s.sendto(bytes.fromhex(hexdata), (host, port))
+    time.sleep(0.002)
+'''
+
+
+@needs_netns
+def test_crafted_datagrams_are_classified(net, tmp_path):
+    S, OTHER = 0x5eed, 0xf0e1
+    s0 = [data(S, 0, 2, q) for q in (0, 1, 2, 4, 5)]        # 3 is missing: a gap
+    s0 += [data(S, 0, 2, 2), data(S, 0, 2, 2)]              # two duplicates
+    s0 += [data(S, 0, 2, q) for q in (7, 6, 9)]             # 6 late: reordered; 8 missing
+    s0 += [end(S, 0, 2, 10, c) for c in range(3)]           # sent 10: lost 3 and 8
+    s1 = [data(S, 1, 2, q) for q in range(5)]
+    s1 += [data(S, 1, 2, 5, corrupt=True)]                  # damaged payload
+    s1 += [end(S, 1, 2, 5, c) for c in range(3)]
+    strays = [data(OTHER, 0, 2, q) for q in range(3)]       # another session: foreign
+    garbage = [b'hello',                                    # too short
+               bytes(range(100)),                           # not eth-test
+               header(1, 0, 2, 1000, S, 3)[:40] + b'\0' * 960,  # header check wrong
+               data(S, 0, 2, 8)[:500]]                      # truncated: length differs
+    misdirected = [data(S, 1, 2, 0)]                        # stream 1 on stream 0's port
+    plan = [(PORT, s0[0])]                                  # session S first: it is locked
+    plan += [(PORT, d) for d in strays + garbage + misdirected]
+    plan += [(PORT, d) for d in s0[1:]] + [(PORT + 1, d) for d in s1]
+
+    ready = tmp_path / 'ready'
+    rx = net.popen_rx([RECV, '-H', net.rx_addr, '--streams', '2', '--threshold', '0',
+                       '--quiet', '--ready-file', str(ready), '--json', str(tmp_path / 'r.json')])
+    try:
+        net.wait_ready(str(ready), rx)
+        tx = net.run_tx([sys.executable, '-c', SENDER, net.rx_addr],
+                        input=json.dumps([(p, d.hex()) for p, d in plan]), timeout=60)
+        assert tx.returncode == 0, tx.stderr
+        out, err = rx.communicate(timeout=30)
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.communicate()
+    doc = json.loads((tmp_path / 'r.json').read_text())
+    m = {k: v['value'] for k, v in doc['metrics'].items()}
+    st0, st1 = doc['streams']
+    assert (st0['sent'], st0['received'], st0['lost'], st0['duplicated'], st0['reordered']) == \
+        (10, 8, 2, 2, 1), out
+    assert (st1['sent'], st1['received'], st1['lost'], st1['corrupt']) == (5, 5, 0, 1), out
+    assert st0['sent_known'] and st1['sent_known'] and doc['complete']
+    assert m['foreign_datagrams'] == 3
+    assert m['misdirected_datagrams'] == 1
+    assert m['malformed_datagrams'] == 4
+    assert doc['malformed']['too short'] == 1
+    assert doc['malformed']['not eth-test (magic)'] == 1
+    assert doc['malformed']['header check failed'] == 1
+    assert doc['malformed']['length differs from header'] == 1
+    assert m['verification_errors'] == 1
+    assert m['lost_packets'] == 2 and m['sent_packets'] == 15
+    assert m['average_loss'] == pytest.approx(100 * 2 / 15)
+    assert doc['config']['session'] == hex(S)
+    # loss and a corrupt payload: not compliant, and it says why
+    assert rx.returncode == 1
+    assert 'CORRUPT DATA: 1 packets' in out
+
+
+# ---- buffers, busy polling, pinning ------------------------------------------------------
+
+@needs_netns
+def test_small_receive_buffer_warning_names_rmem_max(net, tmp_path):
+    # Without root (no SO_RCVBUFFORCE) the kernel caps the buffer at net.core.rmem_max.
+    rmem_max = int(net.run_rx(['cat', '/proc/sys/net/core/rmem_max']).stdout)
+    asked = 4 * rmem_max
+    if not shutil.which('setpriv'):
+        pytest.skip('setpriv (util-linux) not installed')
+    r = net.run_rx(['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups',
+                    '--inh-caps=-all', RECV, '-H', net.rx_addr, '--rcvbuf', str(asked),
+                    '--rt-priority', '1', '--timeout', '0.3'], timeout=30)
+    assert r.returncode == 3, r.stdout + r.stderr        # no sender: only the set-up ran
+    assert f'granted a receive buffer of {rmem_max} B of the {asked} B asked' in r.stderr
+    assert '--rt-priority 1: Operation not permitted' in r.stderr   # and it still ran
+    assert f'net.core.rmem_max is {rmem_max}' in r.stderr
+    assert f'granted {rmem_max} B' in r.stdout
+    # As root it forces the size past rmem_max, and says so.
+    r = net.run_rx([RECV, '-H', net.rx_addr, '--rcvbuf', str(asked), '--timeout', '0.3'],
+                   timeout=30)
+    assert f'granted {asked} B (SO_RCVBUFFORCE)' in r.stdout
+    assert 'warning' not in r.stderr
+
+
+@needs_netns
+def test_busy_poll_threads_and_cpu_pinning(net, tmp_path):
+    # One spinning receiver thread on the last CPU, two sender threads on the first: on a
+    # 2-core machine a second spinning thread would starve the sender.
+    cpus = sorted(os.sched_getaffinity(0))
+    run = Run(net, tmp_path,
+              send_args=['--rate', '1', '--duration', '1', '--streams', '4', '--threads', '2',
+                         '--cpu', str(cpus[0]), '--rt-priority', '1', '--quiet'],
+              recv_args=['--streams', '4', '--busy-poll=20', '--cpu', str(cpus[-1]),
+                         '--threshold', '0.99'])
+    assert run.rx.returncode == 0, run
+    assert run.doc['config']['busy_poll_us'] == 20
+    assert run.doc['config']['threads'] == 1
+    assert run.tx_doc['config']['threads'] == 2
+    assert run.tx_doc['config']['rt_priority'] == 1 and 'warning' not in run.tx.stderr
+    assert run.doc['metrics']['lost_packets']['value'] == 0
+
+
+# ---- Slurm job and ReFrame check (the one-node form, on loopback) -------------------------
+# The local cluster's two nodes share this machine's network stack, so eth-test runs there
+# in its one-node form: receiver and sender on one node, on the loopback interface.
+JOB = os.path.join(ROOT, 'jobs', 'eth-test.slurm')
+JOB_LOAD = {'ETH_TEST_INTERFACES': 'lo', 'ETH_TEST_SEND_OPTS': '--rate 3 --duration 2',
+            'ETH_TEST_RECEIVE_OPTS': f'--threshold {RATE * (1 - TOLERANCE)} --timeout 60'}
+REFRAME = [sys.executable, '-c',
+           'import sys; from reframe.frontend.cli import main; '
+           'sys.argv[0] = "reframe"; sys.exit(main())']
+
+
+def job_env(base=None, **extra):
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if not k.startswith(('COBALT_BENCH_', 'ETH_TEST_', 'SLURM_JOB', 'SBATCH_', 'RFM_'))}
+    env.update(extra)
+    return env
+
+
+def test_job_without_slurm(tmp_path):
+    results = tmp_path / 'results'
+    env = job_env(COBALT_BENCH_RESULTS=str(results), PATH='/usr/local/bin:/usr/bin:/bin',
+                  **JOB_LOAD)
+    r = subprocess.run(['bash', JOB], cwd=tmp_path, env=env, text=True, capture_output=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'one node' in r.stdout
+    (result,) = (results / 'slurm').glob('eth-test-*-lo.json')
+    doc = json.loads(result.read_text())
+    assert doc['test'] == 'eth-test-receive' and doc['config']['interface'] == 'lo'
+    assert doc['metrics']['lost_packets']['value'] == 0
+    assert results_block(r.stdout.split('eth-test.slurm: interface lo: eth-test-send')[0])
+    assert 'interface lo: eth-test-receive exit code 0' in r.stdout
+    # no interface named: a usage error, before anything runs
+    env.pop('ETH_TEST_INTERFACES')
+    r = subprocess.run(['bash', JOB], cwd=tmp_path, env=env, text=True, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 2 and 'set ETH_TEST_INTERFACES' in r.stdout
+
+
+@pytest.mark.parametrize('nodes', [1, 2])
+def test_sbatch(nodes, tmp_path, slurm_cluster):
+    # One node: the documented form here. Two: receiver on n1, sender on n2, which on this
+    # cluster share one network stack, so loopback reaches across them too.
+    results = tmp_path / 'results'
+    env = job_env(slurm_cluster.env, COBALT_BENCH_RESULTS=str(results), **JOB_LOAD)
+    proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', '-N', str(nodes), JOB],
+                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    jobid = proc.stdout.strip().split(';')[0]
+    deadline = time.monotonic() + 180
+    state = ''
+    while time.monotonic() < deadline:
+        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o', 'State,ExitCode'],
+                             env=env, text=True, capture_output=True, timeout=30).stdout
+        state = out.strip().split('\n')[0]
+        if state and not state.startswith(('PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING')):
+            break
+        time.sleep(0.5)
+    log = (tmp_path / f'eth-test-{jobid}.out').read_text()
+    assert state == 'COMPLETED|0:0', log
+    assert ('one node (n' if nodes == 1 else 'receiver on n1 (under test), sender on n2') in log
+    doc = json.loads((results / 'slurm' / f'eth-test-{jobid}-lo.json').read_text())
+    assert doc['compliance']['passed'] is True
+    assert doc['metrics']['sent_packets']['value'] == doc['metrics']['received_packets']['value']
+    assert (results / 'slurm' / f'eth-test-{jobid}-lo-send.log').exists()
+
+
+def reframe(site_config, tmp_path, *options, env=None, **extra):
+    env = job_env(env, **extra)
+    env.update(COBALT_BENCH_RESULTS=str(tmp_path), COBALT_BENCH_RUN_ID='run')
+    proc = subprocess.run([*REFRAME, '-C', str(site_config), '-c',
+                           os.path.join(ROOT, 'reframe_checks', 'network.py'), '-r',
+                           '--exec-policy', 'serial', '--nocolor', *options],
+                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=600)
+    site = os.path.basename(os.path.dirname(str(site_config)))
+    with open(tmp_path / site / 'run' / 'report.json') as fp:
+        report = json.load(fp)
+    cases = [tc for r in report['runs'] for tc in r['testcases']]
+    return proc, cases
+
+
+def test_reframe_local_judged_by_references(tmp_path):
+    proc, cases = reframe(os.path.join(ROOT, 'site-configs', 'local', 'config.py'), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (tc,) = cases
+    assert tc['name'] == 'EthTest %interface=lo' and tc['result'] == 'pass'
+    perf = {k.split(':')[-1]: v for k, v in tc['perfvalues'].items()}
+    value, ref, lower, upper, unit = perf['total_speed'][:5]
+    assert (ref, lower, upper, unit) == (3.0, -0.01, None, 'Gbit/s')
+    assert perf['average_loss'][:5] == [0, 0.0, None, 0.0, '%']
+    # the receiver's JSON document and the sender's log are kept with the outputs
+    assert os.path.isfile(os.path.join(tc['outputdir'], 'eth-test-receive.json'))
+    with open(os.path.join(tc['outputdir'], 'eth-test-send.out')) as fp:
+        assert 'Sent speed:' in fp.read()
+
+
+def test_reframe_unreachable_reference_fails(tmp_path):
+    import yaml
+    sites = tmp_path / 'site-configs'
+    shutil.copytree(os.path.join(ROOT, 'site-configs'), sites,
+                    ignore=shutil.ignore_patterns('__pycache__', 'cluster', 'slurm'))
+    refs_path = sites / 'local' / 'references.yaml'
+    refs = yaml.safe_load(refs_path.read_text())
+    refs['EthTest']['local:default']['total_speed'] = [1.0e6, -0.01, None, 'Gbit/s']
+    refs_path.write_text(yaml.safe_dump(refs))
+    # the copy finds the checkout's bin/ through COBALT_BENCH_ROOT
+    proc, cases = reframe(sites / 'local' / 'config.py', tmp_path, COBALT_BENCH_ROOT=ROOT)
+    assert proc.returncode != 0
+    (tc,) = cases
+    assert tc['result'] == 'fail' and tc['fail_phase'] == 'performance', tc['fail_reason']
+    assert 'total_speed' in tc['fail_reason']
+
+
+def test_reframe_receiver_that_cannot_run_is_a_sanity_failure(tmp_path):
+    # A usage error: the receiver never listens, and the waiting sender is stopped at once.
+    start = time.monotonic()
+    proc, cases = reframe(os.path.join(ROOT, 'site-configs', 'local', 'config.py'), tmp_path,
+                          '-S', 'kernel_opts=--no-such-option')
+    assert proc.returncode != 0
+    (tc,) = cases
+    assert tc['fail_phase'] == 'sanity' and 'exit code 2' in tc['fail_reason']
+    assert time.monotonic() - start < 30
+
+
+def test_reframe_local_slurm(tmp_path, slurm_cluster):
+    proc, cases = reframe(os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
+                          tmp_path, env=slurm_cluster.env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert sorted(tc['partition'] for tc in cases) == ['arm', 'x86']
+    assert all(tc['result'] == 'pass' for tc in cases)
