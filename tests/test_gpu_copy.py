@@ -303,6 +303,7 @@ def test_job_script_runs_gpu_copy(sim, tmp_path):
         (tree / sub).mkdir(parents=True)
     (tree / 'bin' / 'gpu-copy').symlink_to(sim)
     shutil.copy(script, tree / 'jobs')
+    shutil.copytree(os.path.join(ROOT, 'jobs', 'lib'), tree / 'jobs' / 'lib')  # what it sources
     shutil.copy(os.path.join(ROOT, 'modulefiles', 'cobalt-bench', '0.1.0.lua'),
                 tree / 'modulefiles' / 'cobalt-bench')
     env = {k: v for k, v in os.environ.items() if not k.startswith(('SLURM_', 'COBALT_BENCH_'))}

@@ -32,37 +32,9 @@ c/mpi/pt2pt/standard c/mpi/collective/blocking"
 
 _osu_say() { echo "${_osu_me:-osu}: $*"; }
 
-# Lmod: a login shell (#!/bin/bash -l) normally has it; try the usual places otherwise.
-_osu_init_modules() {
-    type module >/dev/null 2>&1 && return 0
-    local init
-    for init in "${LMOD_PKG:-/nonexistent}/init/bash" /usr/share/lmod/lmod/init/bash \
-                /opt/apps/lmod/lmod/init/bash; do
-        if [ -r "$init" ]; then
-            # shellcheck source=/dev/null
-            . "$init"
-            return 0
-        fi
-    done
-    return 1
-}
-
-# `module load cobalt-bench` from the tree the job belongs to ($1: its jobs/ directory).
-# OSU does not need it; a job that cannot load it says so and goes on.
-_osu_load_cobalt_bench() {
-    local jobs_dir=$1 dir
-    for dir in "${COBALT_BENCH_ROOT:+$COBALT_BENCH_ROOT/modulefiles}" \
-               "${jobs_dir:+$jobs_dir/../modulefiles}" \
-               "${jobs_dir:+$jobs_dir/../../../modulefiles}" \
-               "${SLURM_SUBMIT_DIR:+$SLURM_SUBMIT_DIR/modulefiles}"; do
-        if [ -n "$dir" ] && [ -d "$dir/cobalt-bench" ]; then
-            module use "$(cd "$dir" && pwd)"
-            break
-        fi
-    done
-    module load cobalt-bench 2>/dev/null ||
-        _osu_say "note: no cobalt-bench module (not needed to run OSU)"
-}
+# Modules and the results directory: what every job script shares.
+# shellcheck source-path=SCRIPTDIR source=cobalt-job.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cobalt-job.sh"
 
 # The OSU module(s): OSU_MODULE, or osu-micro-benchmarks where the module system has it.
 _osu_load_osu_modules() {
@@ -110,8 +82,11 @@ osu_job() {
         return 3
     fi
 
-    if _osu_init_modules; then
-        _osu_load_cobalt_bench "$jobs_dir"
+    if cb_init_modules; then
+        # OSU does not need cobalt-bench's module; a job that cannot load it says so and
+        # goes on.
+        cb_load_cobalt_bench "$(cb_find_modulefiles "$jobs_dir")" 2>/dev/null ||
+            _osu_say "note: no cobalt-bench module (not needed to run OSU)"
         _osu_load_osu_modules || return 3
     elif [ -n "${OSU_MODULE:-}" ]; then
         _osu_say "OSU_MODULE=\"$OSU_MODULE\" given, but there is no module command"
@@ -137,8 +112,8 @@ osu_job() {
     launcher+=("${opts[@]}")
     read -r -a opts <<< "${OSU_OPTS:-}"
 
-    local results="${COBALT_BENCH_RESULTS:-${SLURM_SUBMIT_DIR:-$PWD}/results}/slurm"
-    mkdir -p "$results" || return 3
+    local results
+    results=$(cb_results_dir) || return 3
     local out="$results/$bench-$SLURM_JOB_ID.txt"
 
     _osu_say "job $SLURM_JOB_ID: $SLURM_NTASKS tasks on ${SLURM_JOB_NUM_NODES:-?} nodes" \
