@@ -311,19 +311,7 @@ static void note_drops(int j, struct msghdr *m)
 static void *receiver_main(void *arg)
 {
     receiver *r = arg;
-    if (r->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(r->cpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    }
-    if (run.rt_priority) {
-        struct sched_param sp = {.sched_priority = run.rt_priority};
-        int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        if (e && r->index == 0)
-            cb_warn("--rt-priority %d: %s (needs root or CAP_SYS_NICE); running at normal priority",
-                    run.rt_priority, strerror(e));
-    }
+    et_place_thread(r->cpu, run.rt_priority, r->index == 0);
     struct pollfd *pfd = calloc((size_t)r->nsocks, sizeof *pfd);
     for (int k = 0; k < r->nsocks; k++) {
         pfd[k].fd = run.fd[r->sock[k]];

@@ -211,19 +211,7 @@ static int send_all(sender *s, int fd, struct mmsghdr *msgs, int n)
 static void *sender_main(void *arg)
 {
     sender *s = arg;
-    if (s->cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(s->cpu, &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    }
-    if (run.rt_priority) {
-        struct sched_param sp = {.sched_priority = run.rt_priority};
-        int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
-        if (e && s->index == 0)
-            cb_warn("--rt-priority %d: %s (needs root or CAP_SYS_NICE); running at normal priority",
-                    run.rt_priority, strerror(e));
-    }
+    et_place_thread(s->cpu, run.rt_priority, s->index == 0);
     /* Wake-ups on time: the default 50 us timer slack would smear the schedule. */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     size_t slot = (run.size + 63) / 64 * 64;

@@ -1,6 +1,7 @@
 /* Addresses, interfaces, socket buffers, preflight and drop counters (eth_net.h). */
 #define _GNU_SOURCE /* sendmmsg, recvmmsg, CPU_SET, pthread_setaffinity_np */
 #include "eth_net.h"
+#include "../common/cb_common.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -391,5 +394,22 @@ void et_counters_read(et_counters *c, const char *ifname)
             line = nl + 1;
         }
         free(dev);
+    }
+}
+
+void et_place_thread(int cpu, int rt_priority, int warn)
+{
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    }
+    if (rt_priority) {
+        struct sched_param sp = {.sched_priority = rt_priority};
+        int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (e && warn)
+            cb_warn("--rt-priority %d: %s (needs root or CAP_SYS_NICE); running at normal priority",
+                    rt_priority, strerror(e));
     }
 }

@@ -33,6 +33,9 @@ int et_addr_of_iface(const char *ifname, et_addr *a);
 int et_route_iface(const et_addr *dst, char *ifname, et_addr *local);
 /* MTU of ifname, or -1. */
 int et_iface_mtu(const char *ifname);
+/* Pins the calling thread to cpu (if >= 0) and gives it SCHED_FIFO rt_priority (if > 0);
+ * when that is not allowed it runs on at normal priority, with a warning if warn. */
+void et_place_thread(int cpu, int rt_priority, int warn);
 
 /* Socket buffer of size `asked` (SO_RCVBUF or SO_SNDBUF); as root the *FORCE variant,
  * which is not capped by net.core.[rw]mem_max. Returns the bytes granted (what the
