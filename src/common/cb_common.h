@@ -102,6 +102,12 @@ void *cb_alloc_on_node(const cb_topo *t, int os_index, size_t size);
 void cb_free_on_node(const cb_topo *t, void *p, size_t size);
 
 /* ---- misc --------------------------------------------------------------- */
+/* The contract's bandwidth unit: Gbit/s, decimal (10^9 bit/s); 0 for no time. */
+static inline double cb_gbits(double bytes, double seconds)
+{
+    return seconds > 0 ? bytes * 8 / seconds / 1e9 : 0;
+}
+
 void cb_hostname(char *buf, size_t len);
 /* splitmix64: a fast, well-mixed hash for patterns and spot positions */
 static inline uint64_t cb_mix64(uint64_t x)

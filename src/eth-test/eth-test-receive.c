@@ -180,15 +180,7 @@ static void parse_args(int argc, char **argv)
         case O_RT: run.rt_priority = (int)cb_opt_long("--rt-priority", optarg, 1, 99); break;
         case O_TIMEOUT: run.timeout_s = cb_opt_double("--timeout", optarg, 0.01, 86400); break;
         case O_IDLE: run.idle_s = cb_opt_double("--idle-timeout", optarg, 0.01, 3600); break;
-        case O_SESSION: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 0);
-            if (end == optarg || *end || errno || v == 0 || optarg[0] == '-')
-                cb_usage_error("invalid value '%s' for --session: a number from 1 to 2^64-1", optarg);
-            run.want_session = v;
-            break;
-        }
+        case O_SESSION: run.want_session = et_opt_session(optarg); break;
         case O_THRESHOLD: run.threshold = cb_opt_double("--threshold", optarg, 0, 100000); break;
         case O_MAXLOSS: run.max_loss = cb_opt_double("--max-loss", optarg, 0, 100); break;
         case O_READY: run.ready_file = optarg; break;
@@ -434,16 +426,7 @@ static void write_ready_file(void)
     }
 }
 
-static double gbits(double bytes, double seconds) { return seconds > 0 ? bytes * 8 / seconds / 1e9 : 0; }
 
-static void check_cpus(void)
-{
-    cpu_set_t allowed;
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    for (int i = 0; i < run.ncpus; i++)
-        if (run.cpus[i] >= CPU_SETSIZE || !CPU_ISSET(run.cpus[i], &allowed))
-            cb_die(CB_EXIT_CANNOT_RUN, "CPU %d is not available to this process (--cpu)", run.cpus[i]);
-}
 
 /* Per-stream state and the receiver threads' buffers; sockets dealt out round-robin. */
 static void make_receivers(void)
@@ -558,7 +541,7 @@ static void sum_up(totals *T)
             T->send_ns = st->send_ns;
         /* the same data over the sender's sending time (its end records) */
         if (st->ended && st->send_ns)
-            T->sender_speed += gbits((double)st->unique_bytes, st->send_ns / 1e9);
+            T->sender_speed += cb_gbits((double)st->unique_bytes, st->send_ns / 1e9);
     }
     uint64_t first_ns = UINT64_MAX, last_ns = 0, first_len = 0;
     int64_t first_ts = INT64_MAX, last_ts = INT64_MIN;
@@ -592,7 +575,7 @@ static void sum_up(totals *T)
      * delays do not count). Batches arrive as bursts, so this overstates by about one
      * batch in the run's number of batches: 0.01% for the compliance load. */
     T->arrival_s = last_ts > first_ts ? (last_ts - first_ts) / 1e9 : 0;
-    T->total_speed = gbits((double)(T->bytes - first_len), T->arrival_s);
+    T->total_speed = cb_gbits((double)(T->bytes - first_len), T->arrival_s);
     T->loss_pct = T->sent ? 100.0 * (double)T->lost / (double)T->sent : 0;
     T->passed = T->exact && !T->corrupt && !T->conflicts && !T->missing_streams && T->session &&
                 et_speed_meets(T->total_speed, run.threshold) && T->loss_pct <= run.max_loss;
@@ -790,7 +773,7 @@ int main(int argc, char **argv)
         cb_die(CB_EXIT_USAGE, "cannot write the JSON result to %s: no such writable directory",
                run.json_path);
     if (run.ncpus)
-        check_cpus();
+        et_check_cpus(run.cpus, run.ncpus);
     find_address();
     printf("eth-test-receive %s: %d streams on %s ports %u-%u (interface %s)\n", CB_VERSION,
            run.streams, run.addr.text, run.port, run.port + run.streams - 1, run.ifname);

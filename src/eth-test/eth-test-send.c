@@ -150,15 +150,7 @@ static void parse_args(int argc, char **argv)
         case 't': run.threads = (int)cb_opt_long("--threads", optarg, 1, 256); break;
         case 'c': run.ncpus = cb_opt_intlist("--cpu", optarg, run.cpus, CB_MAX_CPUS); break;
         case O_SNDBUF: run.sndbuf = cb_opt_long("--sndbuf", optarg, 4096, 1L << 30); break;
-        case O_SESSION: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 0);
-            if (end == optarg || *end || errno || v == 0 || optarg[0] == '-')
-                cb_usage_error("invalid value '%s' for --session: a number from 1 to 2^64-1", optarg);
-            run.session = v;
-            break;
-        }
+        case O_SESSION: run.session = et_opt_session(optarg); break;
         case O_RT: run.rt_priority = (int)cb_opt_long("--rt-priority", optarg, 1, 99); break;
         case O_END_COPIES: run.end_copies = (int)cb_opt_long("--end-copies", optarg, 1, 1000); break;
         case 'j': run.json_path = optarg; break;
@@ -304,16 +296,7 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-static double gbits(double bytes, double seconds) { return seconds > 0 ? bytes * 8 / seconds / 1e9 : 0; }
 
-static void check_cpus(void)
-{
-    cpu_set_t allowed;
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    for (int i = 0; i < run.ncpus; i++)
-        if (run.cpus[i] >= CPU_SETSIZE || !CPU_ISSET(run.cpus[i], &allowed))
-            cb_die(CB_EXIT_CANNOT_RUN, "CPU %d is not available to this process (--cpu)", run.cpus[i]);
-}
 
 /* One connected socket per stream: each stream is its own flow (source port). Returns the
  * sockets; *granted is the send buffer the kernel gave. */
@@ -379,7 +362,7 @@ static void wait_senders(uint64_t t0)
         for (int t = 0; t < run.threads; t++)
             b += atomic_load_explicit(&run.senders[t].progress_bytes, memory_order_relaxed);
         double el = (cb_now_ns() - t0) / 1e9;
-        fprintf(stderr, "[%6.1f s] sent %.2f Gbit/s\n", el, gbits((double)b, el));
+        fprintf(stderr, "[%6.1f s] sent %.2f Gbit/s\n", el, cb_gbits((double)b, el));
     }
     for (int t = 0; t < run.threads; t++)
         pthread_join(run.senders[t].th, NULL);
@@ -416,7 +399,7 @@ static void sum_up(totals *T, uint64_t t0)
     }
     /* All the bytes over the time from the (first thread's) start to the last end. */
     T->send_s = (end - t0) / 1e9;
-    T->speed = gbits((double)T->bytes, T->send_s);
+    T->speed = cb_gbits((double)T->bytes, T->send_s);
     T->pct = 100.0 * T->speed / run.rate_gbits;
     T->passed = !T->failed && !T->stopped && et_speed_meets(T->speed, run.rate_gbits);
 }
@@ -494,7 +477,7 @@ int main(int argc, char **argv)
     if (et_resolve(run.host, run.port, &run.dst, err, sizeof err) != 0)
         cb_die(CB_EXIT_CANNOT_RUN, "%s", err);
     if (run.ncpus)
-        check_cpus();
+        et_check_cpus(run.cpus, run.ncpus);
     while (run.session == 0)
         if (getrandom(&run.session, sizeof run.session, 0) != sizeof run.session)
             run.session = cb_mix64(cb_now_ns() ^ (uint64_t)getpid());

@@ -413,3 +413,22 @@ void et_place_thread(int cpu, int rt_priority, int warn)
                     rt_priority, strerror(e));
     }
 }
+
+void et_check_cpus(const int *cpus, int n)
+{
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] >= CPU_SETSIZE || !CPU_ISSET(cpus[i], &allowed))
+            cb_die(CB_EXIT_CANNOT_RUN, "CPU %d is not available to this process (--cpu)", cpus[i]);
+}
+
+uint64_t et_opt_session(const char *arg)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 0);
+    if (end == arg || *end || errno || v == 0 || arg[0] == '-')
+        cb_usage_error("invalid value '%s' for --session: a number from 1 to 2^64-1", arg);
+    return v;
+}

@@ -36,6 +36,10 @@ int et_iface_mtu(const char *ifname);
 /* Pins the calling thread to cpu (if >= 0) and gives it SCHED_FIFO rt_priority (if > 0);
  * when that is not allowed it runs on at normal priority, with a warning if warn. */
 void et_place_thread(int cpu, int rt_priority, int warn);
+/* Exits 3 naming the first of cpus[] this process may not run on (--cpu). */
+void et_check_cpus(const int *cpus, int n);
+/* --session: a number from 1 to 2^64-1 (decimal, 0x hex); exits 2 otherwise. */
+uint64_t et_opt_session(const char *arg);
 
 /* Socket buffer of size `asked` (SO_RCVBUF or SO_SNDBUF); as root the *FORCE variant,
  * which is not capped by net.core.[rw]mem_max. Returns the bytes granted (what the

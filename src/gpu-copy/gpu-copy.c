@@ -216,7 +216,6 @@ static void results_begin(void)
     result_line("Test version", "%s", TEST_VERSION);
 }
 
-static double gbits(double bytes, double secs) { return secs > 0 ? bytes * 8 / secs / 1e9 : 0; }
 
 /* The links to judge: read under load if we have that, else idle. */
 static const gc_gpu_topo *links_of(const gpu *g, int *idle)
@@ -496,7 +495,7 @@ static const char *phase_name(const gc_phase_spec *p, char *buf, size_t len)
 
 static double speed_of(const gc_result *r, int dir)
 {
-    return dir == GC_H2D ? gbits((double)r->h2d_bytes, r->h2d_s) : gbits((double)r->d2h_bytes, r->d2h_s);
+    return dir == GC_H2D ? cb_gbits((double)r->h2d_bytes, r->h2d_s) : cb_gbits((double)r->d2h_bytes, r->d2h_s);
 }
 
 /* Per-GPU and summed speeds of one phase in one direction; aggregate: all bytes over
@@ -515,7 +514,7 @@ static double phase_total(int p, int dir, double *aggregate)
         t1 = r->t1_ns > t1 ? r->t1_ns : t1;
     }
     if (aggregate)
-        *aggregate = t1 > t0 ? gbits(bytes, (t1 - t0) / 1e9) : 0;
+        *aggregate = t1 > t0 ? cb_gbits(bytes, (t1 - t0) / 1e9) : 0;
     return sum;
 }
 

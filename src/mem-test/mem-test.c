@@ -461,7 +461,6 @@ out:
 }
 
 /* ---- reporting ------------------------------------------------------------- */
-static double gbits(double bytes, double seconds) { return seconds > 0 ? bytes * 8 / seconds / 1e9 : 0; }
 
 static void cpus_str(const worker *ws, int n, int domain, char *buf, size_t len)
 {
@@ -559,7 +558,7 @@ int main(int argc, char **argv)
         }
         double el = (now - run.t0) / 1e9;
         fprintf(stderr, "[%7.1f s / %.1f s] %9.2f Gbit/s, %llu blocks, late %.3f%%\n", el, sched_s,
-                gbits((double)b, el), (unsigned long long)n, n ? 100.0 * l / n : 0.0);
+                cb_gbits((double)b, el), (unsigned long long)n, n ? 100.0 * l / n : 0.0);
     }
     for (int i = 0; i < run.nworkers; i++)
         pthread_join(run.workers[i].th, NULL);
@@ -587,7 +586,7 @@ int main(int argc, char **argv)
     uint64_t total = 0;
     for (int o = 0; o < MT_NOPS; o++)
         total += bytes[o];
-    double measured = gbits((double)total, elapsed);
+    double measured = cb_gbits((double)total, elapsed);
     double pct = desired > 0 ? 100.0 * measured / desired : 0;
     double late_pct = blocks + missed ? 100.0 * (double)(late + missed) / (double)(blocks + missed) : 0;
     int passed = errors == 0 && pct >= run.threshold;
@@ -595,7 +594,7 @@ int main(int argc, char **argv)
     printf("Per operation:");
     for (int o = 0; o < MT_NOPS; o++)
         if (run.p.op_mask & (1u << o))
-            printf(" %s %.2f Gbit/s", mt_op_names[o], gbits((double)bytes[o], elapsed));
+            printf(" %s %.2f Gbit/s", mt_op_names[o], cb_gbits((double)bytes[o], elapsed));
     printf("\n");
     for (int d = 0; d < run.ndomains; d++) {
         uint64_t db = 0, dl = 0, dn = 0;
@@ -607,7 +606,7 @@ int main(int argc, char **argv)
                 dn += run.workers[i].blocks + run.workers[i].missed;
             }
         printf("NUMA node %d: measured %.2f Gbit/s of %.2f desired, late %.3f%%\n",
-               run.domains[d].node->os_index, gbits((double)db, elapsed), run.domains[d].desired_gbits,
+               run.domains[d].node->os_index, cb_gbits((double)db, elapsed), run.domains[d].desired_gbits,
                dn ? 100.0 * dl / dn : 0.0);
     }
     printf("Verification: %llu blocks checked, %llu errors\n", (unsigned long long)blocks,
@@ -655,10 +654,10 @@ int main(int argc, char **argv)
             if (run.p.op_mask & (1u << o)) {
                 char name[32];
                 snprintf(name, sizeof name, "%s_speed", mt_op_names[o]);
-                cbj_metric(&j, name, gbits((double)bytes[o], elapsed), "Gbit/s");
+                cbj_metric(&j, name, cb_gbits((double)bytes[o], elapsed), "Gbit/s");
                 snprintf(name, sizeof name, "%s_busy_speed", mt_op_names[o]);
                 /* per-thread speed while busy with this operation, summed over threads */
-                cbj_metric(&j, name, busy[o] ? gbits((double)bytes[o], busy[o] / 1e9) * run.nworkers : 0, "Gbit/s");
+                cbj_metric(&j, name, busy[o] ? cb_gbits((double)bytes[o], busy[o] / 1e9) * run.nworkers : 0, "Gbit/s");
             }
         cbj_metric(&j, "verified_blocks", (double)blocks, "blocks");
         cbj_metric(&j, "verification_errors", (double)errors, "errors");
@@ -682,7 +681,7 @@ int main(int argc, char **argv)
             cbj_int(&j, "stations", run.domains[d].stations);
             cbj_int(&j, "buffer_bytes", (long long)run.domains[d].buffer_bytes);
             cbj_num(&j, "desired_speed_gbits", run.domains[d].desired_gbits);
-            cbj_num(&j, "measured_speed_gbits", gbits((double)db, elapsed));
+            cbj_num(&j, "measured_speed_gbits", cb_gbits((double)db, elapsed));
             if (!run.max_mode)
                 cbj_num(&j, "average_late_percent", dn ? 100.0 * dl / dn : 0.0);
             cbj_obj_end(&j);
