@@ -363,19 +363,9 @@ static void json_stats(cb_json *j, const smt_dest_stats *s, double elapsed)
 #ifdef SMT_WITH_MPI
 static void merge_stats(smt_dest_stats *a, const smt_dest_stats *b)
 {
-    a->sent += b->sent;
-    a->answered += b->answered;
-    a->answered_in_time += b->answered_in_time;
-    a->ok += b->ok;
-    a->status_errors += b->status_errors;
-    a->bad += b->bad;
-    a->timeouts += b->timeouts;
-    a->retries += b->retries;
-    a->drops += b->drops;
-    a->send_failures += b->send_failures;
+    smt_dest_stats_add(a, b);
     if (!a->first_problem[0] && b->first_problem[0])
         memcpy(a->first_problem, b->first_problem, sizeof a->first_problem);
-    smp_hist_merge(&a->latency, &b->latency);
 }
 #endif
 

@@ -548,21 +548,9 @@ int smt_run(const smt_config *c, smt_result *r)
         worker *w = &ws[k];
         for (int d = 0; w->stats && d < c->ndests; d++) {
             smt_dest_stats *a = &r->dest[d], *b = &w->stats[d];
-            a->sent += b->sent;
-            a->answered += b->answered;
-            a->answered_in_time += b->answered_in_time;
-            a->ok += b->ok;
-            a->status_errors += b->status_errors;
-            a->bad += b->bad;
-            a->timeouts += b->timeouts;
-            a->retries += b->retries;
-            a->drops += b->drops;
-            a->send_failures += b->send_failures;
-            if (b->last_status)
-                a->last_status = b->last_status;
+            smt_dest_stats_add(a, b);
             if (!a->first_problem[0] && b->first_problem[0])
                 memcpy(a->first_problem, b->first_problem, sizeof a->first_problem);
-            smp_hist_merge(&a->latency, &b->latency);
         }
         r->stale += w->stale;
         r->rounds += w->rounds;
@@ -578,21 +566,9 @@ int smt_run(const smt_config *c, smt_result *r)
         smt_dest_stats *a = &r->dest[d];
         if (c->round_sync) /* rounds run to completion: all of it is timed */
             a->answered_in_time = a->answered;
-        t->sent += a->sent;
-        t->answered += a->answered;
-        t->answered_in_time += a->answered_in_time;
-        t->ok += a->ok;
-        t->status_errors += a->status_errors;
-        t->bad += a->bad;
-        t->timeouts += a->timeouts;
-        t->retries += a->retries;
-        t->drops += a->drops;
-        t->send_failures += a->send_failures;
-        if (a->last_status)
-            t->last_status = a->last_status;
+        smt_dest_stats_add(t, a);
         if (!t->first_problem[0] && a->first_problem[0])
             snprintf(t->first_problem, sizeof t->first_problem, "%.60s: %.90s", c->dests[d].name, a->first_problem);
-        smp_hist_merge(&t->latency, &a->latency);
         r->max_dest_in_flight[d] = atomic_load(&sh.max_dest[d]);
     }
     r->max_local_in_flight = atomic_load(&sh.max_local);
@@ -609,4 +585,21 @@ void smt_result_free(smt_result *r)
     free(r->max_dest_in_flight);
     r->dest = NULL;
     r->max_dest_in_flight = NULL;
+}
+
+void smt_dest_stats_add(smt_dest_stats *a, const smt_dest_stats *b)
+{
+    a->sent += b->sent;
+    a->answered += b->answered;
+    a->answered_in_time += b->answered_in_time;
+    a->ok += b->ok;
+    a->status_errors += b->status_errors;
+    a->bad += b->bad;
+    a->timeouts += b->timeouts;
+    a->retries += b->retries;
+    a->drops += b->drops;
+    a->send_failures += b->send_failures;
+    if (b->last_status)
+        a->last_status = b->last_status;
+    smp_hist_merge(&a->latency, &b->latency);
 }

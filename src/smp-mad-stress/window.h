@@ -76,6 +76,10 @@ typedef struct smt_dest_stats {
     char first_problem[160];
 } smt_dest_stats;
 
+/* a += b: the counters, the latency histogram and the last status (not first_problem,
+ * whose wording each caller chooses). */
+void smt_dest_stats_add(smt_dest_stats *a, const smt_dest_stats *b);
+
 typedef struct smt_result {
     smt_dest_stats *dest;  /* ndests entries */
     smt_dest_stats total;
