@@ -6,7 +6,10 @@ CC      ?= cc
 CFLAGS  ?= -O3 -g
 CFLAGS  += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -pthread -DCB_VERSION='"$(VERSION)"'
 LDLIBS  += -pthread -lm
-PYTHON  ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+# The Python with the package's dependencies (requirements.txt): the checkout's .venv
+# (bootstrap.sh), else python3. `make install` installs the cobalt_bench package with it,
+# and the installed console scripts run with it.
+PYTHON  ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
 
 BUILD := build
 BIN   := bin
@@ -22,9 +25,12 @@ KERNELS :=
 SKIPPED :=
 CTESTS  :=
 
-COMMON_SRC := $(wildcard src/common/*.c)
+# src/common: libcbcommon.a needs only libc; the hwloc wrapper (cb_topo.c) is its own
+# object, TOPO_OBJ, linked by the kernels that place threads and memory (HWLOC_OK=yes).
+COMMON_SRC := $(filter-out src/common/cb_topo.c,$(wildcard src/common/*.c))
 COMMON_OBJ := $(COMMON_SRC:src/%.c=$(BUILD)/%.o)
 COMMON_LIB := $(BUILD)/libcbcommon.a
+TOPO_OBJ   := $(BUILD)/common/cb_topo.o
 
 .DEFAULT_GOAL := all
 include $(sort $(wildcard src/*/kernel.mk))
@@ -36,7 +42,7 @@ include $(sort $(wildcard src/*/kernel.mk))
 REQUIRES_MPI    := cb-linktest
 REQUIRES_CUDA   := gpu-copy
 REQUIRES_IBUMAD := smp-mad-stress
-NEEDS_MPI       := cb-linktest cb-linktest-report smp-mad-stress-mpi
+NEEDS_MPI       := cb-linktest smp-mad-stress-mpi
 NEEDS_CUDA      := gpu-copy
 NEEDS_IBUMAD    := smp-mad-stress smp-mad-stress-mpi
 define optional_part
@@ -59,26 +65,65 @@ kernels: $(KERNELS:%=$(BIN)/%)
 
 $(BUILD)/%.o: src/%.c $(wildcard src/common/*.h) VERSION
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -c -o $@ $<
+$(TOPO_OBJ): CFLAGS += $(HWLOC_CFLAGS)
 
 $(COMMON_LIB): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILD)/tests/test_common: tests/c/test_common.c tests/c/cb_test.h $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -o $@ $< $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(COMMON_LIB) $(LDLIBS)
 CTESTS += $(BUILD)/tests/test_common
+ifeq ($(HWLOC_OK),yes)
+$(BUILD)/tests/test_topo: tests/c/test_topo.c tests/c/cb_test.h $(TOPO_OBJ) $(COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -DCB_TEST_DATA='"$(CURDIR)/tests/data"' -o $@ $< $(TOPO_OBJ) $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+CTESTS += $(BUILD)/tests/test_topo
+endif
 
 ctest: $(CTESTS)
 	@for t in $(CTESTS); do echo "== $$t"; $$t || exit 1; done
 
+# ---- the Python package (pyproject.toml, python/cobalt_bench) ----------------------
+# In a checkout bootstrap.sh installs it editable into .venv; bin/ links to its console
+# scripts, so that bin/ holds every command (the tests, the module's PATH).
+PY_COMMANDS := cobalt-bench cb-linktest-report
+.PHONY: python-commands
+ifneq ($(wildcard .venv/bin/cobalt-bench),)
+all: python-commands
+python-commands:
+	@mkdir -p $(BIN)
+	@for c in $(PY_COMMANDS); do ln -sfn $(abspath .venv/bin)/$$c $(BIN)/$$c; done
+else
+SKIPPED += "cobalt-bench, cb-linktest-report: the package is not installed in .venv (./bootstrap.sh --no-run)"
+endif
+
 # ---- install: a tree that works without the checkout --------------------------
+# The package goes to PREFIX/lib/cobalt-bench/python (pip --target: one path whatever the
+# Python version; the modulefile puts it on PYTHONPATH), installed with $(PYTHON) (it needs
+# pip and setuptools; Spack's python, py-pip and py-setuptools there). pip writes the
+# console scripts, which start $(PYTHON), beside the package, and PREFIX/bin links to them:
+# Python puts a script's real directory first on sys.path, so PREFIX/bin/cobalt-bench
+# imports the installed package, with the module loaded or not. The modulefile gets the
+# prefix written into it (@PREFIX@); the checkout's copy finds its root from its own path.
+# setuptools builds in ./build/lib whatever BUILD is, and would install a module since
+# removed from python/ from there: it starts afresh.
 SHARE := $(PREFIX)/share/cobalt-bench
+PYLIB := $(PREFIX)/lib/cobalt-bench/python
 install: all
 	install -d $(PREFIX)/bin $(PREFIX)/modulefiles/cobalt-bench $(SHARE)
 	for k in $(KERNELS); do install -m 755 $(BIN)/$$k $(PREFIX)/bin/; done
-	install -m 644 modulefiles/cobalt-bench/*.lua $(PREFIX)/modulefiles/cobalt-bench/
-	cp -R jobs reframe_checks site-configs python $(SHARE)/
+	rm -rf $(PYLIB) build/lib build/bdist.*
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
+		--no-build-isolation --target $(PYLIB) .
+	for c in $(PY_COMMANDS); do mv $(PYLIB)/bin/$$c $(PYLIB)/$$c && \
+		ln -sfn ../lib/cobalt-bench/python/$$c $(PREFIX)/bin/$$c; done
+	rmdir $(PYLIB)/bin
+	for f in modulefiles/cobalt-bench/*.lua; do \
+		sed 's|@PREFIX@|$(abspath $(PREFIX))|' $$f > $(PREFIX)/$$f.tmp && \
+		chmod 644 $(PREFIX)/$$f.tmp && mv $(PREFIX)/$$f.tmp $(PREFIX)/$$f; done
+	cp -R jobs reframe_checks site-configs $(SHARE)/
 	find $(SHARE) -name __pycache__ -prune -exec rm -rf {} +
 	install -m 644 VERSION README.md $(SHARE)/
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
@@ -95,7 +140,7 @@ clean:
 
 help:
 	@echo "make            build every kernel whose dependencies are present"
-	@echo "make install PREFIX=DIR   install bin/, modulefile, jobs, checks, site configs"
+	@echo "make install PREFIX=DIR   install bin/, the Python package, modulefile, jobs, checks, site configs"
 	@echo "make test       C unit tests and pytest (starts the local Slurm cluster)"
 	@echo "make run        run the suite with ReFrame on this machine (site 'local')"
 	@echo "make clean      remove build outputs"

@@ -36,12 +36,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-# Python side: ReFrame and pytest, pinned.
+# Python side: ReFrame, pytest and the report's libraries, pinned; then the cobalt_bench
+# package (pyproject.toml) itself, editable: .venv imports the checkout's python/, and its
+# console scripts (cobalt-bench, cb-linktest-report) are in .venv/bin (make links them
+# into bin/). Built with the setuptools pinned in requirements.txt, not a fresh download.
 if [ ! -x .venv/bin/python ]; then
     echo "== creating .venv"
     python3 -m venv .venv
 fi
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+.venv/bin/pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 
 echo "== building"
 make

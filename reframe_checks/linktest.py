@@ -13,16 +13,10 @@
 # us) and avg_bandwidth. The matrix file (cb-linktest.npz) is kept with the outputs, for
 # cb-linktest-report.
 
-import os
-import sys
-
 import reframe as rfm
 from reframe.core.builtins import run_after
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
-from cobalt_kernel import KernelJsonTest  # noqa: E402
-
-DEFAULT_OPTS = '-w 2 -n 4 -s 16777216'
+from cobalt_bench.reframe import KernelJsonTest
 
 
 @rfm.simple_test
@@ -31,10 +25,8 @@ class CbLinkTest(KernelJsonTest):
 
     descr = 'cb-linktest: all-pairs MPI link test'
     valid_systems = ['+mpi']
-    executable = 'cb-linktest'
     kernel = 'cb-linktest'
-    opts_extra = 'linktest_opts'
-    json_file = 'cb-linktest.json'
+    opts_extra = 'linktest_opts'     # not cb_linktest_opts: the sites' name for it
     matrix_file = 'cb-linktest.npz'
     exclusive_access = True
     tags = {'network', 'mpi', 'linktest'}
@@ -48,11 +40,8 @@ class CbLinkTest(KernelJsonTest):
 
     @run_after('setup')
     def set_tasks_and_matrix(self):
-        extras = self.current_partition.extras
-        self.num_tasks = int(extras.get('linktest_tasks', 2))
-        self.num_tasks_per_node = int(extras.get('linktest_tasks_per_node', 1))
-        self.job.launcher.options = list(extras.get('mpi_launcher_options', []))
-        if self.kernel_opts is None and self.opts_extra not in extras:
-            self.executable_opts = DEFAULT_OPTS.split() + self.executable_opts
+        self.num_tasks = self.site_setting('linktest_tasks')
+        self.num_tasks_per_node = self.site_setting('linktest_tasks_per_node')
+        self.job.launcher.options = self.site_setting('mpi_launcher_options')
         self.executable_opts += ['--output', self.matrix_file]
         self.keep_files = [self.json_file, self.matrix_file]

@@ -4,7 +4,7 @@
 # The node under test runs eth-test-receive on the interface (-I IFACE); the sender,
 # eth-test-send, is started by the job beside it, once the receiver listens (its
 # --ready-file names the address, first port and stream count). Site settings, in the
-# partition's `extras` (the check never names a site):
+# partition's `extras` (cobalt_bench.reframe.settings; the check never names a site):
 #   eth_test_interfaces    the interfaces to test, one run each, e.g. ['ens1f0', 'ens1f1'];
 #                          a partition that lists none gets one run that is skipped, saying so
 #   eth_test_receive_opts  eth-test-receive options (default: its own, compliant at
@@ -17,16 +17,10 @@
 # Judged by the site's references.yaml, entry EthTest: total_speed (Gbit/s) and
 # average_loss (%); every other metric of eth-test-receive's JSON document is recorded.
 
-import os
-import shlex
-import sys
-
 import reframe as rfm
-import reframe.core.runtime as rt
 from reframe.core.builtins import parameter, run_after
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
-from cobalt_kernel import KernelJsonTest  # noqa: E402
+from cobalt_bench.reframe import KernelJsonTest, shell_words, values_of_partitions
 
 NO_INTERFACE = ''    # the run of a partition that lists no interface
 
@@ -34,17 +28,9 @@ NO_INTERFACE = ''    # the run of a partition that lists no interface
 def _interfaces():
     '''Every interface some partition of this system lists, and NO_INTERFACE if a partition
     lists none.'''
-    try:
-        partitions = rt.runtime().system.partitions
-    except Exception:   # loaded without a configured system: no runs
-        return []
-
     names = set()
-    for p in partitions:
-        listed = p.extras.get('eth_test_interfaces') or []
-        names.update(listed)
-        if not listed:
-            names.add(NO_INTERFACE)
+    for _, listed in values_of_partitions('eth_test_interfaces'):
+        names.update(listed or [NO_INTERFACE])
 
     return sorted(names)
 
@@ -55,10 +41,7 @@ class EthTest(KernelJsonTest):
 
     interface = parameter(_interfaces())
     descr = 'eth-test: 10GbE UDP reception (compliance network test)'
-    executable = 'eth-test-receive'
     kernel = 'eth-test-receive'
-    opts_extra = 'eth_test_receive_opts'
-    json_file = 'eth-test-receive.json'
     exclusive_access = True
     tags = {'network', 'compliance'}
     metric_units = {
@@ -76,31 +59,27 @@ class EthTest(KernelJsonTest):
 
     @run_after('init')
     def partitions_listing_the_interface(self):
-        system = rt.runtime().system
-        self.valid_systems = [
-            f'{system.name}:{p.name}' for p in system.partitions
-            if (self.interface in (p.extras.get('eth_test_interfaces') or []) or
-                (self.interface == NO_INTERFACE and not p.extras.get('eth_test_interfaces')))
-        ]
+        self.valid_systems = [p.fullname for p, listed in
+                              values_of_partitions('eth_test_interfaces')
+                              if self.interface in (listed or [NO_INTERFACE])]
 
     @run_after('setup')
     def receiver_and_sender(self):
         self.skip_if(self.interface == NO_INTERFACE,
                      f'partition {self.current_partition.fullname} lists no interfaces to '
                      f"test in extras['eth_test_interfaces']")
-        extras = self.current_partition.extras
         # The receiver (the executable) says where it listens; the sender waits for that
         # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
         self.executable_opts = ['-I', self.interface, '--ready-file', 'ready',
                                 *self.executable_opts]
-        sender = extras.get('eth_test_sender', '')
-        send_opts = extras.get('eth_test_send_opts', '')
+        sender = self.site_setting('eth_test_sender')
+        send_opts = shell_words(self.site_setting('eth_test_send_opts'))
         self.prerun_cmds = [
             'rm -f ready',
             '(for i in $(seq 600); do [ -s ready ] && break; sleep 0.1; done; '
             'read -r address port streams < ready; '
             f'exec {sender} eth-test-send -H "$address" --port "$port" --streams "$streams" '
-            f'{" ".join(shlex.quote(o) for o in shlex.split(send_opts))}'
+            f'{send_opts}'
             ') > eth-test-send.out 2>&1 &',
             'sender=$!',
         ]

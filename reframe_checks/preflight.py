@@ -13,13 +13,9 @@
 # test, `--interface ens1f0 --interface ens1f1`) come from the partition's
 # extras['preflight_opts'].
 
-import os
-import sys
-
 import reframe as rfm
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
-from cobalt_kernel import KernelJsonTest  # noqa: E402
+from cobalt_bench.reframe import KernelJsonTest
 
 
 @rfm.simple_test
@@ -27,10 +23,8 @@ class Preflight(KernelJsonTest):
     '''cobalt-bench preflight: compliance-relevant system settings of the node.'''
 
     descr = 'preflight: system settings the compliance document requires and recommends'
-    executable = 'cobalt-bench preflight'
     kernel = 'preflight'
-    opts_extra = 'preflight_opts'
-    json_file = 'preflight.json'
+    executable = 'cobalt-bench preflight'
     tags = {'preflight', 'compliance'}
     metric_units = {
         'required_failed': 'settings',

@@ -1,5 +1,10 @@
 """Fixtures shared by the cobalt-bench test suite.
 
+The tests import the ``cobalt_bench`` package by name: ``./bootstrap.sh --no-run`` installs
+it editable into ``.venv`` (``pip install -e .``), so what they import is the checkout's
+``python/cobalt_bench``. No test changes ``sys.path``; a session whose Python imports
+another copy (or none) stops at once and says why.
+
 - ``repo_root``: the checkout's root directory (a ``pathlib.Path``).
 - ``slurm_cluster``: the ``local-slurm`` site's real Slurm cluster
   (``site-configs/local-slurm/cluster``), started once per test session. Tests that need
@@ -18,6 +23,21 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config):
+    """The package under test must be the checkout's python/cobalt_bench."""
+    try:
+        import cobalt_bench
+    except ImportError as exc:
+        raise pytest.UsageError(
+            f"cannot import cobalt_bench ({exc}): run the tests with the checkout's "
+            ".venv/bin/python after ./bootstrap.sh --no-run (.venv/bin/pip install -e .)")
+    where = Path(cobalt_bench.__file__).resolve().parent
+    if where != REPO_ROOT / "python" / "cobalt_bench":
+        raise pytest.UsageError(
+            f"cobalt_bench is imported from {where}, not from this checkout's python/: "
+            ".venv/bin/pip install -e . (or unset a PYTHONPATH that names another tree)")
 CLUSTER_SCRIPT = REPO_ROOT / "site-configs" / "local-slurm" / "cluster"
 
 # What `cluster start` needs, by command; the package that provides each on Debian 12.

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', 'reframe_checks', 'lib'))
-import dolphin_parse as dp  # noqa: E402
+from cobalt_bench.parsers import dolphin as dp
+
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'dolphin')
 TOOLS = ['dis_diag', 'sciconntest', 'dma_bench', 'scipp', 'intr_bench']
@@ -167,25 +167,25 @@ def test_sciconntest_a_node_that_is_not_found_by_another():
 
 
 def test_command_line(tmp_path):
-    lib = os.path.join(os.path.dirname(dp.__file__), 'dolphin_parse.py')
+    lib = ['-m', 'cobalt_bench.parsers.dolphin']   # the command the Slurm jobs run
     good = tmp_path / 'dis_diag-a.out'
     good.write_text(recorded('dis_diag'))
     bad = tmp_path / 'dis_diag-b.out'
     bad.write_text(changed(recorded('dis_diag'), '*PASSED*', '*FAILED*'))
-    proc = subprocess.run([sys.executable, lib, 'dis_diag', str(good)], capture_output=True,
+    proc = subprocess.run([sys.executable, *lib, 'dis_diag', str(good)], capture_output=True,
                           text=True)
     assert proc.returncode == 0 and 'dis_diag: PASSED' in proc.stdout
-    proc = subprocess.run([sys.executable, lib, 'dis_diag', str(good), str(bad)],
+    proc = subprocess.run([sys.executable, *lib, 'dis_diag', str(good), str(bad)],
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert 'PROBLEM: dis_diag-b.out: TEST RESULT is *FAILED*' in proc.stdout
     out = tmp_path / 'dma.out'
     out.write_text(recorded('dma_bench'))
-    proc = subprocess.run([sys.executable, lib, 'dma_bench', str(out)], capture_output=True,
+    proc = subprocess.run([sys.executable, *lib, 'dma_bench', str(out)], capture_output=True,
                           text=True)
     assert proc.returncode == 0
     assert json.loads(proc.stdout)[0]['bandwidth_mbps'] == 235.57
-    assert subprocess.run([sys.executable, lib, 'nonsense'], capture_output=True).returncode == 2
+    assert subprocess.run([sys.executable, *lib, 'nonsense'], capture_output=True).returncode == 2
 
 
 # ---- stand-ins for Dolphin's tools ---------------------------------------------------

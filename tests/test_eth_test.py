@@ -1,5 +1,5 @@
 '''eth-test-send / eth-test-receive across a real network: two network namespaces joined
-by a veth pair with MTU 9000 (src/eth-test/vethpair.py), made and removed by each test.
+by a veth pair with MTU 9000 (cobalt_bench.netns), made and removed by each test.
 
 The rates here are ones this 2-core machine sustains while other work runs on it; the
 compliance rate (9 Gbit/s) is bench/eth-test's and the README's demonstration, not a
@@ -19,11 +19,12 @@ import time
 
 import pytest
 
+from cobalt_bench import netns
+from cobalt_bench.preflight import NET_SYSCTLS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEND = os.path.join(ROOT, 'bin', 'eth-test-send')
 RECV = os.path.join(ROOT, 'bin', 'eth-test-receive')
-sys.path.insert(0, os.path.join(ROOT, 'src', 'eth-test'))
-import vethpair  # noqa: E402
 
 PORT = 47000
 # A load this machine carries reliably, busy or not: 3 Gbit/s of jumbo datagrams in
@@ -36,8 +37,8 @@ SMALL = ['--rate', str(RATE), '--duration', '2', '--quiet']
 TOLERANCE = 0.01
 THRESHOLD = ['--threshold', str(RATE * (1 - TOLERANCE))]
 
-needs_netns = pytest.mark.skipif(vethpair.unavailable_reason() is not None,
-                                 reason=f'{vethpair.unavailable_reason()}')
+needs_netns = pytest.mark.skipif(netns.unavailable_reason() is not None,
+                                 reason=f'{netns.unavailable_reason()}')
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -49,7 +50,7 @@ def built():
 
 @pytest.fixture
 def net():
-    with vethpair.VethPair() as pair:
+    with netns.VethPair() as pair:
         yield pair
 
 
@@ -152,6 +153,36 @@ def test_cannot_run_exit_3():
     r = subprocess.run([SEND, '-H', 'no-such-host.invalid', '--duration', '0.1'],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 3 and 'cannot resolve' in r.stderr
+
+
+def test_deprecated_threads_letter_and_units():
+    # -t was --threads; the contract's -t is --threshold, but an old "-t 4" must keep
+    # meaning four threads: it still sets --threads, with a note on stderr.
+    for prog in (SEND, RECV):
+        r = subprocess.run([prog, '-H', '127.0.0.1', '-t', '0'], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 2
+        assert "'-t' is deprecated; use '-T' or '--threads'" in r.stderr
+        assert "invalid value '0' for --threads" in r.stderr
+        r = subprocess.run([prog, '-H', '127.0.0.1', '-T', '300'], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 2 and '--threads' in r.stderr and 'deprecated' not in r.stderr
+    # Durations and sizes take units; a bare number is still seconds or bytes.
+    r = subprocess.run([RECV, '-H', '127.0.0.1', '-t', '1', '--timeout', '300ms',
+                        '--rcvbuf', '1M'], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert 'no data from a sender in 0.3 s' in r.stderr
+    assert 'asked 1048576 B per socket' in r.stdout
+
+
+def test_sysctl_tips_are_preflights():
+    # One list of the compliance document's sysctl tips: eth-test's preflight prints the
+    # names and values that `cobalt-bench preflight` checks, in the same order.
+    r = subprocess.run([RECV, '-H', '127.0.0.1', '--timeout', '0.05'], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 3, r.stdout + r.stderr
+    printed = re.findall(r'^  sysctl (\S+) .*\(tip: ([^)]*)\)', r.stdout, re.M)
+    assert printed == [(name, ' '.join(map(str, mins))) for name, mins, _ in NET_SYSCTLS]
 
 
 # ---- across the namespaces --------------------------------------------------------------
@@ -269,7 +300,7 @@ def test_sender_paces_at_the_requested_rate(net, tmp_path):
 
 
 @needs_netns
-@pytest.mark.skipif(vethpair.firewall_tool() is None,
+@pytest.mark.skipif(netns.firewall_tool() is None,
                     reason='neither nft nor iptables installed')
 def test_injected_loss_matches_the_firewall_counter(net, tmp_path):
     with net.drop_fraction(0.05, ports=(PORT, PORT + 11)) as fw:

@@ -21,7 +21,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GPU_COPY = os.path.join(ROOT, 'bin', 'gpu-copy')
-SIM = os.path.join(ROOT, 'build', 'tests', 'gpu-copy-sim')
+# $GPU_COPY_SIM: a simulation built elsewhere (make BUILD=DIR DIR/tests/gpu-copy-sim);
+# without it the fixture builds build/tests/gpu-copy-sim in the checkout.
+SIM = os.environ.get('GPU_COPY_SIM') or os.path.join(ROOT, 'build', 'tests', 'gpu-copy-sim')
 DATA = os.path.join(ROOT, 'tests', 'data', 'gpu-copy')
 RISER_BUSES = '0000:3b:00.0', '0000:86:00.0'
 
@@ -178,10 +180,69 @@ def test_explain_live_sys_without_gpu():
     assert 'no NVIDIA GPU found in /sys/bus/pci/devices' in r.stderr
 
 
+# ---- cb-pcie-links: the one PCIe link rule, for every device (preflight runs it) ---------
+
+PCIE_LINKS = os.path.join(ROOT, 'bin', 'cb-pcie-links')
+
+
+def test_pcie_links_help_and_usage():
+    r = run(PCIE_LINKS, '--help')
+    assert r.returncode == 0
+    for word in ('--sysfs-root', '--json', 'idle-low', 'degraded', 'Exit status'):
+        assert word in r.stdout
+    assert run(PCIE_LINKS, '--bogus').returncode == 2
+    r = run(PCIE_LINKS, '--sysfs-root', '/nonexistent')
+    assert r.returncode == 3 and 'no PCI devices in /nonexistent' in r.stderr
+
+
+@pytest.mark.parametrize('case, rc, statuses', [
+    ('gen3-x16', 0, {'0000:03:00.0': 'ok', '0000:3b:00.0': 'ok', '0000:d8:00.0': 'ok'}),
+    ('gen4-x16', 0, {'0000:43:00.0': 'ok', '0000:44:00.0': 'ok'}),
+    ('gen3-x8-riser', 1, {'0000:3b:00.0': 'ok', '0000:86:00.0': 'degraded'}),
+])
+def test_pcie_links_agrees_with_explain_links(case, rc, statuses, tmp_path):
+    out = tmp_path / 'links.json'
+    r = run(PCIE_LINKS, '--sysfs-root', os.path.join(DATA, case), '--json', str(out))
+    assert r.returncode == rc, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc['test'] == 'cb-pcie-links' and doc['compliance']['passed'] == (rc == 0)
+    listed = {d['address']: d for d in doc['devices']}
+    for bdf, status in statuses.items():
+        assert listed[bdf]['status'] == status and listed[bdf]['gpu'] is True
+    assert not any(d['class'].startswith('0x06') for d in doc['devices'])   # no bridges
+    # the functions of one card (its audio, USB, ... functions) share its link and verdict
+    for d in doc['devices']:
+        assert d['status'] == statuses[d['address'][:-1] + '0']
+    assert doc['metrics']['degraded']['value'] == sum(d['status'] == 'degraded' for d in doc['devices'])
+    if case == 'gen3-x8-riser':
+        riser = listed['0000:86:00.0']
+        assert 'riser' in riser['diagnosis'] and '0000:85:02.0' in riser['diagnosis']
+        link = riser['links'][0]
+        assert (link['current_width'], link['device_max_width'], link['port_max_width']) == (8, 16, 8)
+        assert 'Degraded:        4 (0000:86:00.0, 0000:86:00.1,' in r.stdout
+    if case == 'gen4-x16':   # the switch's uplink is part of each GPU's chain
+        assert [l['down'] for l in listed['0000:43:00.0']['links']] == ['0000:43:00.0', '0000:41:00.0']
+
+
+def test_pcie_links_this_machine():
+    r = run(PCIE_LINKS, '--json', '-')
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    functions = [f for f in os.listdir('/sys/bus/pci/devices')
+                 if not open(f'/sys/bus/pci/devices/{f}/class').read().startswith('0x06')]
+    assert sorted(d['address'] for d in doc['devices']) == sorted(functions)
+    for d in doc['devices']:
+        has_link = os.path.exists(f'/sys/bus/pci/devices/{d["address"]}/current_link_speed')
+        if not has_link:
+            assert d['status'] == 'unknown'
+
+
 # ---- the whole program on simulated GPUs -------------------------------------------------
 
 @pytest.fixture(scope='module')
 def sim():
+    if os.environ.get('GPU_COPY_SIM'):
+        return SIM
     if not shutil.which(os.environ.get('CXX', 'g++')):
         pytest.skip('no C++ compiler (g++) to build the simulation')
     r = subprocess.run(['make', '-C', ROOT, 'build/tests/gpu-copy-sim'], capture_output=True,
@@ -350,11 +411,8 @@ REFRAME = [sys.executable, '-c',
            'import sys; from reframe.frontend.cli import main; '
            'sys.argv[0] = "reframe"; sys.exit(main())']
 
-SITE = '''import os, sys
-sys.path.insert(0, {site_configs!r})
-import cobalt_site
-del sys.path[0]
-SITE = cobalt_site.Site('gpusim', __file__)
+SITE = '''from cobalt_bench.reframe.site import Site
+SITE = Site('gpusim', __file__)
 site_configuration = {{
     'systems': [{{
         'name': 'gpusim', 'hostnames': ['.*'], 'modules_system': 'nomod', 'prefix': SITE.prefix,
@@ -383,8 +441,7 @@ def reframe_sim(sim, tmp_path, write_ref):
     site = tmp_path / 'site'
     site.mkdir(exist_ok=True)
     (site / 'config.py').write_text(SITE.format(
-        site_configs=os.path.join(ROOT, 'site-configs'), bindir=bindir,
-        fake=RISER_SIM['GPU_COPY_FAKE_GPUS'], opts=' '.join(SMALL)))
+        bindir=bindir, fake=RISER_SIM['GPU_COPY_FAKE_GPUS'], opts=' '.join(SMALL)))
     (site / 'references.yaml').write_text(
         'GpuCopy:\n  gpusim:gpu:\n'
         f'    total_write_speed: [{write_ref}, 0, null, Gbit/s]\n'

@@ -14,14 +14,15 @@ import sys
 import pytest
 import yaml
 
+from cobalt_bench.parsers import ib_ports
+from cobalt_bench.parsers import perftest as perftest_parse
+from cobalt_bench.reframe.infiniband import PORT_RUNNER
+
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
-sys.path.insert(0, os.path.join(REPO, 'reframe_checks', 'lib'))
-import ib_ports  # noqa: E402
-import perftest_parse  # noqa: E402
 
 RECORDED = os.path.join(REPO, 'tests', 'data', 'perftest', 'ib_write_bw-cobalt2.txt')
 CHECK = os.path.join(REPO, 'reframe_checks', 'infiniband.py')
-RUNNER = os.path.join(REPO, 'reframe_checks', 'lib', 'ib-write-bw-ports')
+RUNNER = PORT_RUNNER   # the script the check runs, shipped in the package
 COBALT2 = os.path.join(REPO, 'site-configs', 'cobalt2', 'config.py')
 REFRAME = [sys.executable, '-c',
            'import sys; from reframe.frontend.cli import main; '

@@ -1,5 +1,5 @@
-'''cb-linktest and cb-linktest-report as a user runs them: real MPI runs with 2, 4 and 6 ranks
-on this machine (mpirun) and on the local Slurm cluster's two nodes (srun), the matrix file,
+'''cb-linktest and cb-linktest-report (`cobalt-bench linktest-report`) as a user runs them:
+real MPI runs with 2, 4 and 6 ranks on this machine (mpirun) and on the local Slurm cluster's two nodes (srun), the matrix file,
 payload verification, a slow link found, the schedule plan at scale, and bad input.'''
 
 import json
@@ -107,7 +107,8 @@ def test_help_and_version():
     (['-w', '1', '-n', '1'], '--size-messages (-s) is required'),
     (['-w', '1', '-n', '1', '-s', '0'], "invalid value '0' for --size-messages"),
     (['-w', '1', '-n', '1', '-s', '-8'], "invalid value '-8' for --size-messages"),
-    (['-w', '1', '-n', '1', '-s', '16MB'], 'not an integer'),
+    # sizes take binary units (16M, 16MB = 16 MiB) but no fractions
+    (['-w', '1', '-n', '1', '-s', '1.5M'], 'expected a size in bytes'),
     (['-w', '1', '-n', '1', '-s', '4294967296'], 'must be between 1 and 2147483647'),
     (['-w', '1', '-n', '0', '-s', '8'], "invalid value '0' for --num-messages"),
     (['-w', '1', '-n', '1', '-s', '8', '--unidirectional', '--bidirectional'], 'exclude each other'),
@@ -372,20 +373,25 @@ def test_report_bad_input(tmp_path):
 
 
 def test_report_without_numpy_says_what_is_missing(tmp_path):
-    # The system python without the venv: the script re-runs itself with the checkout's venv;
+    # The system python without the venv (the package from the checkout's python/, as the
+    # module's PYTHONPATH gives it): the report re-runs itself with the checkout's venv;
     # with that prevented, it names what is missing and exits 3.
     if subprocess.run(['/usr/bin/python3', '-c', 'import numpy, matplotlib'],
                       capture_output=True).returncode == 0:
         pytest.skip('the system python has numpy and matplotlib')
-    env = dict(os.environ, CB_LINKTEST_REPORT_REEXEC='1')
-    rep = subprocess.run(['/usr/bin/python3', REPORT, 'x.npz'], capture_output=True, text=True,
-                         env=env)
+    report = ['/usr/bin/python3', '-m', 'cobalt_bench.linktest_report']
+    env = dict(os.environ, CB_LINKTEST_REPORT_REEXEC='1', PYTHONPATH=os.path.join(ROOT, 'python'))
+    rep = subprocess.run([*report, 'x.npz'], capture_output=True, text=True, env=env)
     assert rep.returncode == 3
     assert 'numpy' in rep.stderr and 'requirements.txt' in rep.stderr
     env.pop('CB_LINKTEST_REPORT_REEXEC')
-    rep = subprocess.run(['/usr/bin/python3', REPORT, str(tmp_path / 'x.npz')],
-                         capture_output=True, text=True, env=env)
+    rep = subprocess.run([*report, str(tmp_path / 'x.npz')], capture_output=True, text=True,
+                         env=env)
     assert rep.returncode == 3 and 'cannot read' in rep.stderr  # ran, with the venv's numpy
+    # the same command as `cobalt-bench linktest-report`
+    rep = subprocess.run(['/usr/bin/python3', '-m', 'cobalt_bench', 'linktest-report',
+                          str(tmp_path / 'x.npz')], capture_output=True, text=True, env=env)
+    assert rep.returncode == 3 and 'cannot read' in rep.stderr
 
 
 # ---- the local Slurm cluster: two nodes ---------------------------------------------------

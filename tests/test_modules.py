@@ -175,3 +175,42 @@ def test_install_tree(root, tmp_path, version, mem_test):
     assert got['COBALT_BENCH_SITE_CONFIGS'] == str(share / 'site-configs')
     for var in ('COBALT_BENCH_JOBS', 'COBALT_BENCH_CHECKS', 'COBALT_BENCH_SITE_CONFIGS'):
         assert os.path.isdir(got[var]), var
+    # The Python package: installed in the prefix (not copied into share/), its commands
+    # on PATH, and what a Python with ReFrame (here the checkout's venv, which has the
+    # checkout's copy too) imports once the module is loaded: the site configurations
+    # import it in ReFrame.
+    pylib = prefix / 'lib' / 'cobalt-bench' / 'python'
+    assert not (share / 'python').exists()
+    venv_python = os.path.join(root, '.venv', 'bin', 'python')
+    proc = bash(f'module use {prefix}/modulefiles\n'
+                'module load cobalt-bench\n'
+                'cobalt-bench --version\n'
+                'cobalt-bench preflight --help | head -1\n'
+                'cb-linktest-report --version\n'
+                'echo CB=$(command -v cobalt-bench)\n'
+                f'{venv_python} -c "import cobalt_bench.reframe.site as s, cobalt_bench.paths as p; '
+                'print(\'PKG=\' + s.__file__); print(\'ROOT=\' + p.root())"', cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    assert f'cobalt-bench {version}' in proc.stdout
+    assert 'usage: cobalt-bench preflight' in proc.stdout
+    assert f'cb-linktest-report (cobalt-bench) {version}' in proc.stdout
+    got = shell_vars(proc.stdout)
+    assert got['CB'] == str(prefix / 'bin' / 'cobalt-bench')
+    assert got['PKG'].startswith(str(pylib / 'cobalt_bench') + os.sep)
+    assert got['ROOT'] == os.path.realpath(prefix)
+    # without the module, the command still runs the installed package
+    proc = subprocess.run([str(prefix / 'bin' / 'cobalt-bench'), '--version'], text=True,
+                          capture_output=True, env=fresh_env(), timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == f'cobalt-bench {version}', proc
+
+
+def test_load_sets_pythonpath_of_a_checkout(root, version):
+    proc = bash(f'module use {root}/modulefiles\n'
+                'module load cobalt-bench\n'
+                'echo PYTHONPATH=$PYTHONPATH\n'
+                'python3 -c "import cobalt_bench; print(\'PKG=\' + cobalt_bench.__file__)"',
+                cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    got = shell_vars(proc.stdout)
+    assert got['PYTHONPATH'].split(':')[0] == os.path.join(root, 'python')
+    assert got['PKG'] == os.path.join(root, 'python', 'cobalt_bench', '__init__.py')

@@ -14,10 +14,10 @@ import sys
 import pytest
 import yaml
 
+from cobalt_bench.parsers import osu as osu_parse
+from cobalt_bench.parsers import osu_install
+
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
-sys.path.insert(0, os.path.join(REPO, 'reframe_checks', 'lib'))
-import osu_install  # noqa: E402
-import osu_parse  # noqa: E402
 
 DATA = os.path.join(REPO, 'tests', 'data', 'osu')
 CHECKS = os.path.join(REPO, 'reframe_checks', 'osu.py')

@@ -6,15 +6,14 @@ module that does not exist, they fail with exit code 3 and say why.'''
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
+from cobalt_bench.parsers import osu as osu_parse
+from cobalt_bench.parsers import osu_install
+
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
-sys.path.insert(0, os.path.join(REPO, 'reframe_checks', 'lib'))
-import osu_install  # noqa: E402
-import osu_parse  # noqa: E402
 
 JOBS = os.path.join(REPO, 'jobs')
 # Benchmark -> (OSU's title, tasks): point to point 2 x 1; broadcast 4 tasks over the two

@@ -192,6 +192,82 @@ def test_recorded_vm_tree_and_record_roundtrip(cobalt_bench, tmp_path):
     assert replay.returncode == live.returncode
 
 
+# ---- PCIe links: one rule, cb-pcie-links's, which gpu-copy applies too -------------------
+
+def gen4_gpu_in_gen3_slot(tmp_path):
+    '''The compliant node with its first GPU, a Gen4 card, moved below a Gen3 root port
+    (0000:3a:00.0) and read idle: it runs at 8.0 of its 16.0 GT/s.'''
+    root = tmp_path / 'tree'
+    shutil.copytree(os.path.join(DATA, 'compliant'), root, symlinks=True)
+    host = root / 'sys/devices/pci0000:3b'
+    port = host / '0000:3a:00.0'
+    port.mkdir()
+    for name, text in (('class', '0x060400'), ('vendor', '0x8086'),
+                       ('current_link_speed', '8.0 GT/s PCIe'), ('current_link_width', '16'),
+                       ('max_link_speed', '8.0 GT/s PCIe'), ('max_link_width', '16')):
+        (port / name).write_text(text + '\n')
+    shutil.move(str(host / '0000:3b:00.0'), str(port / '0000:3b:00.0'))
+    (port / '0000:3b:00.0/max_link_speed').write_text('16.0 GT/s PCIe\n')
+    devices = root / 'sys/bus/pci/devices'
+    (devices / '0000:3b:00.0').unlink()
+    os.symlink('../../../devices/pci0000:3b/0000:3a:00.0/0000:3b:00.0', devices / '0000:3b:00.0')
+    os.symlink('../../../devices/pci0000:3b/0000:3a:00.0', devices / '0000:3a:00.0')
+    return root
+
+
+def test_pcie_one_rule_where_the_old_rules_disagreed(cobalt_bench, repo_root, tmp_path):
+    # preflight's own rule saw "8.0 of 16.0 GT/s on an idle GPU" and warned (GPUs rest their
+    # link); gpu-copy's rule sees that the port supports only Gen3, so the GPU is not resting:
+    # degraded. Now both are the same rule (cb-pcie-links), and preflight fails the link.
+    root = gen4_gpu_in_gen3_slot(tmp_path)
+    proc, doc = preflight(cobalt_bench, '--root', str(root), tmp_path=tmp_path)
+    f = by_setting(doc)['pcie.gpu.0000:3b:00.0']
+    assert f['status'] == 'fail', f
+    assert 'only Gen3' in f['note'] and '0000:3a:00.0' in f['note']
+    assert 'x16 8.0 GT/s PCIe (max x16 16.0 GT/s PCIe)' in f['value']
+    assert doc['verdict'] == 'NOT COMPLIANT' and proc.returncode == 1
+    tool = subprocess.run([str(repo_root / 'bin' / 'cb-pcie-links'), '--sysfs-root',
+                           str(root / 'sys'), '--json', '-'], text=True, capture_output=True,
+                          timeout=60)
+    assert tool.returncode == 1
+    listed = {d['address']: d for d in json.loads(tool.stdout)['devices']}
+    assert listed['0000:3b:00.0']['status'] == 'degraded'
+    assert '0000:3a:00.0' not in listed          # a port: the upper end of a link
+    gpu_copy = repo_root / 'bin' / 'gpu-copy'
+    if os.access(gpu_copy, os.X_OK):
+        r = subprocess.run([str(gpu_copy), '--explain-links', '--sysfs-root', str(root / 'sys')],
+                           text=True, capture_output=True, timeout=60)
+        assert r.returncode == 1 and 'Degraded links:    1 (GPU 0000:3b:00.0)' in r.stdout
+
+
+def test_pcie_verdicts_are_cb_pcie_links(cobalt_bench, repo_root, tmp_path):
+    root = os.path.join(DATA, 'noncompliant')
+    _, doc = preflight(cobalt_bench, '--root', root, tmp_path=tmp_path)
+    tool = subprocess.run([str(repo_root / 'bin' / 'cb-pcie-links'), '--sysfs-root',
+                           os.path.join(root, 'sys'), '--json', '-'], text=True,
+                          capture_output=True, timeout=60)
+    listed = {d['address']: d['status'] for d in json.loads(tool.stdout)['devices']}
+    status = {'ok': 'pass', 'idle-low': 'warn', 'degraded': 'fail', 'unknown': 'unknown'}
+    pcie = {s[9:]: f['status'] for s, f in by_setting(doc).items()
+            if s.startswith(('pcie.gpu.', 'pcie.nic.'))}
+    assert pcie and pcie == {a: status[listed[a]] for a in pcie}
+
+
+def test_pcie_without_cb_pcie_links_is_unknown(cobalt_bench, tmp_path):
+    env = dict(os.environ, COBALT_BENCH_PCIE_LINKS='')
+    doc_path = tmp_path / 'p.json'
+    proc = subprocess.run([cobalt_bench, 'preflight', '--root', os.path.join(DATA, 'compliant'),
+                           '--json', str(doc_path)], text=True, capture_output=True,
+                          timeout=60, env=env)
+    doc = json.loads(doc_path.read_text())
+    f = by_setting(doc)
+    for setting in ('pcie.gpu.0000:3b:00.0', 'pcie.nic.0000:17:00.0'):
+        assert f[setting]['status'] == 'unknown'
+        assert 'unknown: cb-pcie-links not installed' in f[setting]['value']
+    assert doc['verdict'] == 'UNDETERMINED' and proc.returncode == 1
+    assert 'cb-pcie-links not installed' in proc.stdout
+
+
 def test_interfaces_option(cobalt_bench, tmp_path):
     root = os.path.join(DATA, 'noncompliant')
     _, doc = preflight(cobalt_bench, '--root', root, '-i', 'ens1f1', tmp_path=tmp_path)
@@ -260,3 +336,18 @@ def test_reframe_check_records_the_findings(repo_root, tmp_path):
     for name in ('required_failed', 'required_unknown', 'settings_failed', 'settings_passed'):
         assert perf[name][0] == doc['metrics'][name]['value']
         assert perf[name][4] == 'settings'
+
+
+def test_net_sysctl_tips_come_from_one_table(tmp_path):
+    # The tips are one list, python/cobalt_bench/data/net-sysctls.tsv, which eth-test's
+    # preflight is built from too (tests/test_eth_test.py compares what both print).
+    from cobalt_bench.preflight import NET_SYSCTLS, load_net_sysctls
+    assert [(name, mins) for name, mins, _ in NET_SYSCTLS] == [
+        ('net.core.rmem_max', (16777216,)), ('net.core.rmem_default', (16777216,)),
+        ('net.core.wmem_max', (16777216,)), ('net.core.wmem_default', (16777216,)),
+        ('net.core.netdev_max_backlog', (250000,)),
+        ('net.ipv4.udp_mem', (262144, 327680, 393216))]
+    table = tmp_path / 'tips.tsv'
+    table.write_text('# comment\n\nnet.core.rmem_max\t4096\t\nnet.ipv4.udp_mem\t1 2 3\teach, pages\n')
+    assert load_net_sysctls(str(table)) == [('net.core.rmem_max', (4096,), ''),
+                                            ('net.ipv4.udp_mem', (1, 2, 3), 'each, pages')]

@@ -14,12 +14,11 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, 'python'))
+from cobalt_bench import plots as cb_plots
+from cobalt_bench import report as cb_report
+from cobalt_bench import results as cb_results
 
-from cobalt_bench import plots as cb_plots  # noqa: E402
-from cobalt_bench import report as cb_report  # noqa: E402
-from cobalt_bench import results as cb_results  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SPEC = '/work/shared/spec/osu-benchmarks-sjtu.rst'
 CHECKS = ['-n', 'MemTest', '-n', 'Preflight']     # the suite's checks this test is about
@@ -478,19 +477,19 @@ def test_cli_help_and_version():
 
 def test_installed_tree(repo_root, tmp_path, local_run):
     '''`make install` gives a PREFIX/bin/cobalt-bench that works without the checkout's
-    python/ (PREFIX/share/cobalt-bench/python).'''
+    python/ (the package in PREFIX/lib/cobalt-bench/python).'''
     with open(repo_root / 'Makefile') as fp:
         makefile = fp.read()
     install = makefile.split('\ninstall:')[1].split('\n\n')[0]
-    if 'python' not in install:
-        pytest.skip('the Makefile\'s install target does not copy python/ yet')
+    if 'pip install' not in install:
+        pytest.skip('the Makefile\'s install target does not install the package yet')
     prefix = tmp_path / 'prefix'
     make = subprocess.run(['make', '-C', str(repo_root), 'install', f'PREFIX={prefix}'],
                           text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           timeout=600)
     assert make.returncode == 0, make.stdout
     installed = str(prefix / 'bin' / 'cobalt-bench')
-    assert os.path.isdir(prefix / 'share' / 'cobalt-bench' / 'python' / 'cobalt_bench')
+    assert os.path.isdir(prefix / 'lib' / 'cobalt-bench' / 'python' / 'cobalt_bench')
     env = clean_env()
     ver = subprocess.run([installed, '--version'], text=True, capture_output=True, env=env)
     assert ver.returncode == 0 and ver.stdout.startswith('cobalt-bench ')

@@ -1,6 +1,6 @@
 '''smp-mad-stress: its command line, the no-device path, and whole runs against the
-in-process test fabric (--test-fabric), which stands in for the InfiniBand fabric this
-machine does not have; the MPI build under mpirun; the Slurm job.'''
+simulation transport (--simulate, an in-process fabric), which stands in for the
+InfiniBand fabric this machine does not have; the MPI build under mpirun; the Slurm job.'''
 
 import json
 import os
@@ -65,9 +65,12 @@ def test_help_and_version(tool):
     proc = run(tool, '--help')
     assert proc.returncode == 0
     for option in ('--dest-depth', '--local-depth', '--workers', '--timeout', '--retries',
-                   '--time', '--device', '--lids', '--direct', '--method', '--test-fabric',
+                   '--duration', '--device', '--lids', '--direct', '--method', '--simulate',
                    '--json'):
         assert option in proc.stdout, option
+    # the old spellings are listed as deprecated
+    assert ('\n  -t (now --duration)\n  --time (now --duration)\n  -T (now --timeout)\n'
+            '  --test-fabric (now --simulate)\n') in proc.stdout
     proc = run(tool, '--version')
     assert proc.returncode == 0
     assert re.match(r'smp-mad-stress \(cobalt-bench\) \S+\nTest version 1\.0', proc.stdout)
@@ -79,11 +82,11 @@ def test_no_device_exits_3(tool, device, tmp_path):
     # No InfiniBand here: umad_get_ca fails (ENODEV), whatever umad_get_cas_names lists.
     args = ['-C', device] if device else []
     out = tmp_path / 'r.json'
-    proc = run(tool, *args, '-t', '1', '--json', out, '9', 'NodeInfo')
+    proc = run(tool, *args, '-d', '1', '--json', out, '9', 'NodeInfo')
     assert proc.returncode == 3, proc.stderr
     assert 'no InfiniBand device' in proc.stderr
     assert 'umad_get_ca' in proc.stderr
-    assert '--test-fabric' not in proc.stdout
+    assert 'TEST FABRIC' not in proc.stdout
     assert not out.exists()     # nothing ran, nothing written
 
 
@@ -95,9 +98,15 @@ def test_no_device_exits_3(tool, device, tmp_path):
     (['-n', '0', '9', 'NodeInfo'], '--dest-depth'),
     (['-N', 'many', '9', 'NodeInfo'], '--local-depth'),
     (['-p', '0', '9', 'NodeInfo'], '--workers'),
+    (['--timeout', '0', '9', 'NodeInfo'], '--timeout'),
+    (['--timeout', '0.5ms', '9', 'NodeInfo'], 'whole milliseconds'),
+    (['--timeout', '2h', '9', 'NodeInfo'], '--timeout'),
     (['-T', '0', '9', 'NodeInfo'], '--timeout'),
     (['-r', '-1', '9', 'NodeInfo'], '--retries'),
-    (['-t', '0', '9', 'NodeInfo'], '--time'),
+    (['-d', '0', '9', 'NodeInfo'], '--duration'),
+    (['-d', '1x', '9', 'NodeInfo'], '--duration'),
+    (['-t', '0', '9', 'NodeInfo'], '--duration'),
+    (['--time', '0', '9', 'NodeInfo'], '--duration'),
     (['-m', 'put', '9', 'NodeInfo'], "invalid method 'put'"),
     (['0', 'NodeInfo'], 'not a unicast LID'),
     (['0xc001', 'NodeInfo'], 'not a unicast LID'),
@@ -108,9 +117,10 @@ def test_no_device_exits_3(tool, device, tmp_path):
     (['9', 'NoSuchAttribute'], "invalid attribute 'NoSuchAttribute'"),
     (['9', 'NodeInfo', '0x100000000'], 'invalid attribute modifier'),
     (['9', 'NodeInfo', '1', 'extra'], "unexpected argument 'extra'"),
-    (['--test-fabric=loss=2', '9', 'NodeInfo'], 'loss is a share'),
+    (['--simulate=loss=2', '9', 'NodeInfo'], 'loss is a share'),
+    (['--simulate=speed=1', '9', 'NodeInfo'], 'unknown item'),
     (['--test-fabric=speed=1', '9', 'NodeInfo'], 'unknown item'),
-    (['--test-fabric=rtt=1us', '-C', 'mlx5_0', '9', 'NodeInfo'], 'replaces the device'),
+    (['--simulate=rtt=1us', '-C', 'mlx5_0', '9', 'NodeInfo'], 'replaces the device'),
     (['--json', '/nonexistent/dir/r.json', '9', 'NodeInfo'], 'cannot write --json'),
 ])
 def test_bad_options_exit_2(tool, args, message):
@@ -121,12 +131,12 @@ def test_bad_options_exit_2(tool, args, message):
     assert proc.stdout == ''
 
 
-# ---- whole runs on the test fabric -------------------------------------------------
+# ---- whole runs on the simulated fabric -------------------------------------------------
 
-def test_test_fabric_run_reports_per_destination_and_total(tool, tmp_path):
+def test_simulated_run_reports_per_destination_and_total(tool, tmp_path):
     out = tmp_path / 'r.json'
-    proc = run(tool, '--test-fabric=rtt=500us', '-L', '1,2,3', '-n', '2', '-N', '4',
-               '-p', '2', '-t', '0.5', '-q', '--json', out, 'NodeInfo')
+    proc = run(tool, '--simulate=rtt=500us', '-L', '1,2,3', '-n', '2', '-N', '4',
+               '-p', '2', '-d', '0.5', '-q', '--json', out, 'NodeInfo')
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # The output says it is not a device.
     assert 'TEST FABRIC (in-process emulation, no InfiniBand)' in proc.stdout
@@ -166,8 +176,8 @@ def test_test_fabric_run_reports_per_destination_and_total(tool, tmp_path):
 
 def test_losses_are_timed_out_retried_and_dropped(tool, tmp_path):
     out = tmp_path / 'r.json'
-    args = ['--test-fabric=rtt=200us,loss=0.3,seed=4', '-L', '1,2', '-T', '5', '-r', '1',
-            '-t', '0.4', '-q', '--json', out, 'PortInfo', '1']
+    args = ['--simulate=rtt=200us,loss=0.3,seed=4', '-L', '1,2', '--timeout', '5', '-r', '1',
+            '-d', '0.4', '-q', '--json', out, 'PortInfo', '1']
     proc = run(tool, *args)
     # Some MADs are lost twice in a row: dropped, so not compliant.
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -188,15 +198,15 @@ def test_losses_are_timed_out_retried_and_dropped(tool, tmp_path):
 
 def test_dead_destination_and_min_rate(tool, tmp_path):
     out = tmp_path / 'r.json'
-    proc = run(tool, '--test-fabric=rtt=300us,dead=2', '-L', '1,2', '-T', '5', '-r', '1',
-               '-t', '0.3', '-q', '--max-drops', '1000000', '--json', out, 'NodeInfo')
+    proc = run(tool, '--simulate=rtt=300us,dead=2', '-L', '1,2', '--timeout', '5', '-r', '1',
+               '-d', '0.3', '-q', '--max-drops', '1000000', '--json', out, 'NodeInfo')
     assert proc.returncode == 0, proc.stdout
     one, two = load(out)['per_destination']
     assert one['answered'] > 0 and one['drops'] == 0
     assert two['answered'] == 0 and two['drops'] == two['sent'] > 0
     assert two['retries'] == two['sent'] and two['timeouts'] == 2 * two['sent']
     # a rate the fabric cannot give
-    proc = run(tool, '--test-fabric=rtt=1ms', '-t', '0.2', '-q', '--min-rate', '1e9', '5',
+    proc = run(tool, '--simulate=rtt=1ms', '-d', '0.2', '-q', '--min-rate', '1e9', '5',
                'NodeInfo')
     assert proc.returncode == 1
     assert 'is below' in proc.stdout
@@ -204,8 +214,8 @@ def test_dead_destination_and_min_rate(tool, tmp_path):
 
 def test_set_directed_route_and_errors(tool, tmp_path):
     out = tmp_path / 'r.json'
-    proc = run(tool, '--test-fabric=rtt=300us', '--paths', '0,1;0,1,3', '-m', 'set',
-               '-t', '0.3', '-q', '--json', out, 'PortInfo', '1')
+    proc = run(tool, '--simulate=rtt=300us', '--paths', '0,1;0,1,3', '-m', 'set',
+               '-d', '0.3', '-q', '--json', out, 'PortInfo', '1')
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert 'directed route' in proc.stdout and 'SubnSet' in proc.stdout
     doc = load(out)
@@ -213,7 +223,7 @@ def test_set_directed_route_and_errors(tool, tmp_path):
     assert [d['destination'] for d in doc['per_destination']] == ['dr 0,1', 'dr 0,1,3']
     assert metric(doc, 'verification_errors') == 0 and metric(doc, 'mads_answered') > 0
     # MAD status errors (e.g. an unsupported attribute) make a run not compliant.
-    proc = run(tool, '--test-fabric=rtt=300us,error=0.2', '-t', '0.3', '-q', '--json', out,
+    proc = run(tool, '--simulate=rtt=300us,error=0.2', '-d', '0.3', '-q', '--json', out,
                '3', '0xff23')
     assert proc.returncode == 1
     assert 'MAD status 0x000c' in proc.stdout
@@ -226,12 +236,45 @@ def test_throughput_rises_with_depth_until_the_destination_binds(tool, tmp_path)
     rates = {}
     for depth in (1, 2, 6):
         out = tmp_path / f'r{depth}.json'
-        proc = run(tool, '--test-fabric=rtt=450us,service=1750us', '-n', depth, '-t', '0.5',
+        proc = run(tool, '--simulate=rtt=450us,service=1750us', '-n', depth, '-d', '0.5',
                    '-q', '--json', out, '9', 'LinearForwardingTable')
         assert proc.returncode == 0, proc.stdout
         rates[depth] = metric(load(out), 'mad_rate')
     assert rates[2] > 1.12 * rates[1], rates
     assert rates[6] == pytest.approx(rates[2], rel=0.08), rates
+
+
+def test_deprecated_spellings_still_run(tool, tmp_path):
+    # -t/--time (now -d/--duration), -T (now --timeout), --test-fabric (now --simulate):
+    # the old spellings set the same options, with a note on stderr.
+    out = tmp_path / 'r.json'
+    proc = run(tool, '--test-fabric=rtt=300us', '-t', '0.3', '-T', '50', '-q', '--json', out,
+               '9', 'NodeInfo')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert 'TEST FABRIC (in-process emulation, no InfiniBand)' in proc.stdout
+    assert "'--test-fabric' is deprecated; use '--simulate'" in proc.stderr
+    assert "'-t' is deprecated; use '-d' or '--duration'" in proc.stderr
+    assert "'-T' is deprecated; use '--timeout'" in proc.stderr
+    config = load(out)['config']
+    assert config['transport'] == 'test-fabric'
+    assert config['timeout_ms'] == 50 and config['requested_duration_s'] == 0.3
+    assert config['test_fabric'].startswith('rtt=300us,')
+    proc = run(tool, '--simulate=rtt=300us', '--time', '0.2', '-q', '9', 'NodeInfo')
+    assert proc.returncode == 0 and "'--time' is deprecated" in proc.stderr
+
+
+def test_timeout_and_duration_units(tool, tmp_path):
+    # --timeout: a bare number is milliseconds, as before; units are accepted
+    for arg, ms in (('7', 7), ('1.5s', 1500), ('250ms', 250)):
+        out = tmp_path / f'r{ms}.json'
+        proc = run(tool, '--simulate=rtt=300us', '--timeout', arg, '-d', '300ms', '-q',
+                   '--json', out, '9', 'NodeInfo')
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ''
+        config = load(out)['config']
+        assert config['timeout_ms'] == ms
+        assert config['requested_duration_s'] == pytest.approx(0.3)
+        assert f'timeout {ms} ms' in proc.stdout
 
 
 # ---- MPI mode ---------------------------------------------------------------------
@@ -246,7 +289,7 @@ def test_mpi_mode(root, tmp_path):
                OMPI_MCA_rmaps_base_oversubscribe='1')
     out = tmp_path / 'r.json'
     mpirun = ['mpirun', '-np', '2', '--bind-to', 'none']
-    proc = subprocess.run([*mpirun, tool, '--test-fabric=rtt=500us', '-n', '3', '-t', '0.4',
+    proc = subprocess.run([*mpirun, tool, '--simulate=rtt=500us', '-n', '3', '-d', '0.4',
                            '-q', '--json', str(out), '7', 'NodeInfo'],
                           text=True, capture_output=True, timeout=60, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -261,7 +304,7 @@ def test_mpi_mode(root, tmp_path):
     assert ranks[0]['sent'] % 3 == 0
     assert sum(r['answered'] for r in ranks) == metric(doc, 'mads_answered')
     # several destinations make no sense in MPI mode
-    proc = subprocess.run([*mpirun, tool, '--test-fabric=rtt=1ms', '-L', '1,2', 'NodeInfo'],
+    proc = subprocess.run([*mpirun, tool, '--simulate=rtt=1ms', '-L', '1,2', 'NodeInfo'],
                           text=True, capture_output=True, timeout=60, env=env)
     assert proc.returncode == 2
     assert 'single destination' in proc.stderr
@@ -296,7 +339,7 @@ def test_slurm_job(root, tool, tmp_path, slurm_cluster):
     script = os.path.join(root, 'jobs', 'smp-mad-stress.slurm')
     results = tmp_path / 'results'
     env = job_env(slurm_cluster.env, COBALT_BENCH_RESULTS=str(results),
-                  SMP_MAD_STRESS_OPTS='--test-fabric=rtt=300us -t 0.5 -q -L 4,5 NodeInfo')
+                  SMP_MAD_STRESS_OPTS='--simulate=rtt=300us -d 0.5 -q -L 4,5 NodeInfo')
     proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', script], cwd=tmp_path,
                           env=env, text=True, capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -311,7 +354,7 @@ def test_slurm_job(root, tool, tmp_path, slurm_cluster):
     if HAVE_IB:
         return
     # Without a device the job fails with the tool's "could not run".
-    env['SMP_MAD_STRESS_OPTS'] = '-t 1 -L 4 NodeInfo'
+    env['SMP_MAD_STRESS_OPTS'] = '-d 1 -L 4 NodeInfo'
     proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', script], cwd=tmp_path,
                           env=env, text=True, capture_output=True, timeout=60)
     jobid = proc.stdout.strip().split(';')[0]

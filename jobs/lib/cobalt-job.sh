@@ -1,14 +1,34 @@
 # shellcheck shell=bash
 # cobalt-bench: what every job script (jobs/*.slurm, and jobs/lib/osu-common.sh) shares.
-# Sourced, not run. A job script finds this file beside the script it was submitted as
-# (Slurm runs a copy from its spool directory, so each script locates jobs/lib/ itself),
-# defines say(), and then:
+# Sourced, not run. After defining say(), a job script calls:
 #
-#   cb_job_environment JOBS_DIR [PROGRAM]   the cobalt-bench module loaded (exit 3 if not)
+#   cb_job_environment [PROGRAM]            the cobalt-bench module loaded (exit 3 if not)
 #   results=$(cb_results_dir [SUBDIR]) || exit 3
 #
 # The smaller pieces (cb_init_modules, cb_find_modulefiles, cb_load_cobalt_bench) are for
-# jobs that do not need cobalt-bench's programs (the OSU jobs).
+# jobs that do not need cobalt-bench's programs (the OSU jobs); cb_python_module is for
+# jobs that run a module of the Python package (the Dolphin jobs). CB_JOBS_DIR is the
+# absolute path of the jobs/ directory this file is in.
+#
+# Finding this file. Slurm runs a copy of the batch script from its spool directory, so a
+# job script cannot find its tree from its own location, and the logic that finds this file
+# cannot live in it. Each jobs/*.slurm therefore starts with the same two lines (the OSU
+# scripts source lib/osu-common.sh, which sources this file beside itself):
+#
+#   for d in "${COBALT_BENCH_JOBS:-}" "${SLURM_JOB_ID:+$(scontrol show job "$SLURM_JOB_ID" | sed -n 's|^ *Command=\([^ ]*\)/.*|\1|p')}" "$(dirname "$0")" "${SLURM_SUBMIT_DIR:-.}/jobs"; do [ -r "$d/lib/cobalt-job.sh" ] && break; done
+#   . "$d/lib/cobalt-job.sh" || { echo "cannot find cobalt-bench's jobs/lib/ (load the cobalt-bench module)" >&2; exit 3; }
+#
+# that is, the first jobs/ directory that holds lib/cobalt-job.sh, of:
+#   1. $COBALT_BENCH_JOBS: set by `module load cobalt-bench` (either module: the tree's
+#      modulefiles/ or Spack's), and sbatch hands it to the job;
+#   2. the directory of the script as submitted, which Slurm records (Command= in
+#      `scontrol show job`: jobs/ of a checkout, share/cobalt-bench/jobs/ of an install
+#      tree); asked only inside a job, since scontrol without a cluster waits a minute;
+#   3. the script's own directory: a script run without Slurm (bash jobs/mem-test.slurm);
+#   4. jobs/ in the submission directory ($SLURM_SUBMIT_DIR, else the current one).
+# None: the job fails with exit code 3 and says so. jobs/README.md explains this to users.
+
+CB_JOBS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Lmod: a login shell (#!/bin/bash -l) normally has it; try the usual places otherwise.
 # Status 1: no module command.
@@ -26,15 +46,15 @@ cb_init_modules() {
     return 1
 }
 
-# The modulefiles/ directory that holds cobalt-bench, for the tree whose jobs/ directory is
-# $1 (may be empty): $COBALT_BENCH_ROOT/modulefiles; that tree's own (a checkout's
-# jobs/../modulefiles, an install tree's share/cobalt-bench/jobs/../../../modulefiles);
-# $SLURM_SUBMIT_DIR/modulefiles. Prints nothing when none has it.
+# The modulefiles/ directory that holds cobalt-bench: $COBALT_BENCH_ROOT/modulefiles; this
+# tree's own (a checkout's jobs/../modulefiles, an install tree's
+# share/cobalt-bench/jobs/../../../modulefiles); $SLURM_SUBMIT_DIR/modulefiles. Prints
+# nothing when none has it.
 cb_find_modulefiles() {
-    local jobs_dir=$1 dir
+    local dir
     for dir in "${COBALT_BENCH_ROOT:+$COBALT_BENCH_ROOT/modulefiles}" \
-               "${jobs_dir:+$jobs_dir/../modulefiles}" \
-               "${jobs_dir:+$jobs_dir/../../../modulefiles}" \
+               "$CB_JOBS_DIR/../modulefiles" \
+               "$CB_JOBS_DIR/../../../modulefiles" \
                "${SLURM_SUBMIT_DIR:+$SLURM_SUBMIT_DIR/modulefiles}"; do
         if [ -n "$dir" ] && [ -d "$dir/cobalt-bench" ]; then
             (cd "$dir" && pwd)
@@ -58,12 +78,13 @@ cb_load_cobalt_bench() {
     module load cobalt-bench
 }
 
-# cobalt-bench's programs and variables for the job, from the tree whose jobs/ directory is
-# $1: its module where there is a module command (exit 3 if it does not load), else the
-# tree's bin/ on PATH. $2: the program the job runs (see cb_load_cobalt_bench).
+# cobalt-bench's programs and variables for the job, from this tree: its module where there
+# is a module command (exit 3 if it does not load), else the tree's bin/ on PATH.
+# $1: the program the job runs (see cb_load_cobalt_bench).
+# shellcheck disable=SC2120  # $1 is optional
 cb_job_environment() {
-    local jobs_dir=$1 program=${2:-} modulepath bindir
-    modulepath=$(cb_find_modulefiles "$jobs_dir")
+    local program=${1:-} modulepath bindir
+    modulepath=$(cb_find_modulefiles)
     if cb_init_modules; then
         if ! cb_load_cobalt_bench "$modulepath" "$program"; then
             say "cannot load the cobalt-bench module (modulefiles: ${modulepath:-none found})"
@@ -83,4 +104,23 @@ cb_results_dir() {
     local dir="${COBALT_BENCH_RESULTS:-${SLURM_SUBMIT_DIR:-$PWD}/results}/slurm${1:+/$1}"
     mkdir -p "$dir" || return 3
     echo "$dir"
+}
+
+# Makes `python3 -m MODULE` work for MODULE of this tree's Python package cobalt_bench
+# (e.g. cobalt_bench.parsers.dolphin, the Dolphin jobs' verdicts): the module put the
+# package on PYTHONPATH; without a module command, this tree's own (a checkout's python/,
+# an install tree's lib/cobalt-bench/python/) goes on PYTHONPATH. Status 3, saying so,
+# when python3 cannot import it.
+cb_python_module() {
+    local module=$1 dir
+    python3 -c "import $module" 2>/dev/null && return 0
+    for dir in "$CB_JOBS_DIR/../python" "$CB_JOBS_DIR/../../../lib/cobalt-bench/python"; do
+        if [ -f "$dir/cobalt_bench/__init__.py" ]; then
+            PYTHONPATH="$(cd "$dir" && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+            export PYTHONPATH
+            python3 -c "import $module" 2>/dev/null && return 0
+        fi
+    done
+    say "python3 cannot import $module (load the cobalt-bench module)"
+    return 3
 }

@@ -57,7 +57,7 @@ _osu_load_osu_modules() {
 }
 
 # The path of OSU benchmark $1: under COBALT_OSU_PATH when set (an explicit choice), else
-# on PATH (where modules put it). The same order as the ReFrame checks (osu_install.py).
+# on PATH (where modules put it). The same order as the ReFrame checks (cobalt_bench.parsers.osu_install).
 _osu_find() {
     local bench=$1 root sub path
     local -a roots
@@ -74,7 +74,7 @@ _osu_find() {
 }
 
 osu_job() {
-    local bench=$1 jobs_dir=${2:-}
+    local bench=$1
     _osu_me="$bench.slurm"
 
     if [ -z "${SLURM_JOB_ID:-}" ]; then
@@ -85,7 +85,7 @@ osu_job() {
     if cb_init_modules; then
         # OSU does not need cobalt-bench's module; a job that cannot load it says so and
         # goes on.
-        cb_load_cobalt_bench "$(cb_find_modulefiles "$jobs_dir")" 2>/dev/null ||
+        cb_load_cobalt_bench "$(cb_find_modulefiles)" 2>/dev/null ||
             _osu_say "note: no cobalt-bench module (not needed to run OSU)"
         _osu_load_osu_modules || return 3
     elif [ -n "${OSU_MODULE:-}" ]; then

@@ -1,31 +1,39 @@
 -- -*- lua -*-
 -- cobalt-bench: HPC acceptance benchmarks (mem-test, gpu-copy, eth-test, OSU wrappers).
 --
--- One file serves a source checkout (ROOT/modulefiles/cobalt-bench/0.1.0.lua, kernels in
--- ROOT/bin, jobs/checks/site configs in ROOT) and a `make install PREFIX=ROOT` tree
--- (ROOT/modulefiles/cobalt-bench/0.1.0.lua, ROOT/bin, ROOT/share/cobalt-bench/...):
--- the root is computed from this file's own (real) path, three directory levels up.
+-- One file serves a source checkout (ROOT/modulefiles/cobalt-bench/0.1.0.lua, kernels and
+-- the command links in ROOT/bin, the Python package in ROOT/python, jobs/checks/site
+-- configs in ROOT) and a `make install PREFIX=ROOT` tree (ROOT/bin,
+-- ROOT/lib/cobalt-bench/python, ROOT/share/cobalt-bench/...).
+--
+-- Where ROOT is: `make install` (and the Spack recipe, which runs it) writes the install
+-- prefix into `installed` below; a checkout's copy keeps the placeholder and computes its
+-- root from this file's own (real) path, three directory levels up. Python code finds the
+-- tree in cobalt_bench/paths.py, from where the package is (or $COBALT_BENCH_ROOT, set
+-- here): no third way.
 --
 --   module use /path/to/cobalt-bench/modulefiles
 --   module load cobalt-bench
 
 local version = myModuleVersion()
 
--- This file's real path: a site may link it (or its directory) into a central
--- MODULEPATH, and the root is where the file really lives.
-local file = myFileName()
-local real = subprocess("readlink -f '" .. file:gsub("'", "'\\''") .. "' 2>/dev/null")
-real = (real or ""):gsub("%s+$", "")
-if real ~= "" then file = real end
-
-local root = file:gsub("/[^/]*$", ""):gsub("/[^/]*$", ""):gsub("/[^/]*$", "")
-if root == "" then root = "/" end
-
--- Data files (Slurm jobs, ReFrame checks, site configs): an install tree keeps them in
--- ROOT/share/cobalt-bench, a checkout at ROOT itself.
-local data = pathJoin(root, "share", "cobalt-bench")
-if not isDir(pathJoin(data, "reframe_checks")) then
+local installed = "@PREFIX@"
+local root, data, pylib
+if installed:sub(1, 1) == "/" then
+    root = installed
+    data = pathJoin(root, "share", "cobalt-bench")
+    pylib = pathJoin(root, "lib", "cobalt-bench", "python")
+else
+    -- A checkout. This file's real path: a site may link it (or its directory) into a
+    -- central MODULEPATH, and the root is where the file really lives.
+    local file = myFileName()
+    local real = subprocess("readlink -f '" .. file:gsub("'", "'\\''") .. "' 2>/dev/null")
+    real = (real or ""):gsub("%s+$", "")
+    if real ~= "" then file = real end
+    root = file:gsub("/[^/]*$", ""):gsub("/[^/]*$", ""):gsub("/[^/]*$", "")
+    if root == "" then root = "/" end
     data = root
+    pylib = pathJoin(root, "python")
 end
 
 help(string.format([[
@@ -36,7 +44,9 @@ Slurm batch scripts:  $COBALT_BENCH_JOBS      (sbatch $COBALT_BENCH_JOBS/mem-tes
 ReFrame checks:       $COBALT_BENCH_CHECKS
 Site configurations:  $COBALT_BENCH_SITE_CONFIGS
   reframe -C $COBALT_BENCH_SITE_CONFIGS/local/config.py -c $COBALT_BENCH_CHECKS -r
-]], version, pathJoin(root, "bin")))
+Python package cobalt_bench (PYTHONPATH): %s
+  cobalt-bench report|preflight|runs|linktest-report
+]], version, pathJoin(root, "bin"), pylib))
 
 whatis("Name: cobalt-bench")
 whatis("Version: " .. version)
@@ -52,3 +62,6 @@ setenv("COBALT_BENCH_JOBS", pathJoin(data, "jobs"))
 setenv("COBALT_BENCH_CHECKS", pathJoin(data, "reframe_checks"))
 setenv("COBALT_BENCH_SITE_CONFIGS", pathJoin(data, "site-configs"))
 prepend_path("PATH", pathJoin(root, "bin"))
+-- The site configurations and checks import cobalt_bench: any ReFrame (and python3 -m
+-- cobalt_bench...) finds the package of this tree.
+prepend_path("PYTHONPATH", pylib)

@@ -1,3 +1,5 @@
+'''`python -m cobalt_bench ...`: the same as the `cobalt-bench` console script.'''
+
 import sys
 
 from .cli import main

@@ -1,4 +1,5 @@
-'''The `cobalt-bench` command line.
+'''The `cobalt-bench` command line: report, preflight, runs, linktest-report (the console
+script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
 
 Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
 check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
@@ -9,7 +10,7 @@ import argparse
 import os
 import sys
 
-from . import CannotRun, UsageError, __version__
+from . import CannotRun, UsageError, __version__, linktest_report
 
 EPILOG_REPORT = '''\
 RUN is a run directory (results/<site>/<run-id>), <site>/<run-id>, a run id, <site>/latest
@@ -47,8 +48,9 @@ def _percent(text):
 
 def build_parser():
     parser = _Parser(prog='cobalt-bench',
-                     description='cobalt-bench: compliance report, preflight settings check '
-                                 'and results store of the cobalt-bench suite.')
+                     description='cobalt-bench: compliance report, preflight settings check, '
+                                 'results store and cb-linktest report of the cobalt-bench '
+                                 'suite.')
     parser.add_argument('--version', action='version',
                         version=f'cobalt-bench {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
@@ -107,6 +109,13 @@ def build_parser():
                                       'failed.')
     runs.add_argument('site', nargs='?', help='only this site')
     runs.add_argument('--results', metavar='DIR', help='the results store')
+
+    lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
+                                                'results file (text, heat map, histogram)',
+                        description=linktest_report.DESCRIPTION + ' Also installed as '
+                                    '`cb-linktest-report`.',
+                        epilog=linktest_report.EPILOG)
+    linktest_report.add_arguments(lt)
     return parser
 
 
@@ -122,6 +131,9 @@ def main(argv=None):
             return preflight.run(root=args.root, interfaces=args.interface,
                                  json_dest=args.json, record=args.record,
                                  probe=not args.no_probe, quiet=args.quiet)
+        if args.command == 'linktest-report':
+            return linktest_report.run(args, reexec_module='cobalt_bench' if argv is None
+                                       else None)
         if args.command == 'runs':
             from . import results
             return results.list_command(args.results, args.site)

@@ -11,7 +11,8 @@ Present plotters:
   gpu_copy_per_gpu   gpu-copy: write and read speed per GPU against its PCIe link (the
                      document's `gpus` list)
   linktest_heatmap   cb-linktest: bandwidth of every rank pair as a heat map (the .npz
-                     matrix its document names)
+                     matrix its document names); the same heat map as
+                     `cobalt-bench linktest-report` draws (linktest_heatmap_figure)
   osu_curves         OSU latency/bandwidth against message size, one plot per benchmark,
                      with the site's reference curve (the per-size metrics <name>_<size>
                      of the OSU checks; else the table in the job's stdout)
@@ -24,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from . import CannotRun
+from .parsers import osu as osu_parser
 
 PLOTTERS = []
 
@@ -48,7 +50,8 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError as err:
         raise CannotRun(f'matplotlib is not importable ({err}); install requirements.txt '
-                        'into the Python cobalt-bench runs with (COBALT_BENCH_PYTHON)')
+                        'into the Python cobalt-bench runs with (in a checkout: '
+                        './bootstrap.sh --no-run)')
     return plt
 
 
@@ -211,6 +214,96 @@ def _linktest_matrix(doc, doc_path, dirs):
     return gbits, hosts, path
 
 
+# The heat map of a cb-linktest matrix: `cobalt-bench report` (the plotter below) and
+# `cobalt-bench linktest-report` (linktest_report.py) both draw it with linktest_heatmap_figure.
+
+# A heat map wider than this many pixels shows, per pixel, the slowest link of a block.
+HEATMAP_MAX_PIXELS = 2048
+
+
+def host_order(hosts):
+    '''Ranks grouped by host (hosts in order of their first rank), and each host's span
+    (host, first position, ranks).'''
+    first = {}
+    for r, h in enumerate(hosts):
+        first.setdefault(h, r)
+    order = sorted(range(len(hosts)), key=lambda r: (first[hosts[r]], r))
+    spans = []
+    for r in order:
+        if spans and spans[-1][0] == hosts[r]:
+            spans[-1][2] += 1
+        else:
+            spans.append([hosts[r], len(spans) and spans[-1][1] + spans[-1][2], 1])
+    return order, [tuple(s) for s in spans]
+
+
+def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
+    '''The heat map of every rank pair's bandwidth (an N x N matrix in Gbit/s, NaN: not
+    tested), ranks grouped by host, as a matplotlib figure. `min_bw` marks a threshold on
+    the colour bar; `flagged` pairs (a, b, ...) get a red frame where ranks are labelled.'''
+    import numpy as np
+    plt = _pyplot()
+    import matplotlib.colors
+    n = gbits.shape[0]
+    hosts = list(hosts) if len(hosts) == n else [str(h) for h in hosts] + [''] * (n - len(hosts))
+    order, spans = host_order(hosts)
+    m = gbits[np.ix_(order, order)]
+    block = max(1, -(-n // HEATMAP_MAX_PIXELS))
+    note = ''
+    if block > 1:  # each pixel: the slowest link of a block x block square
+        k = -(-n // block)
+        pad = np.full((k * block, k * block), np.nan)
+        pad[:n, :n] = m
+        with np.errstate(all='ignore'):
+            m = np.nanmin(pad.reshape(k, block, k, block), axis=(1, 3))
+        note = f' (each pixel: slowest link of {block} x {block} pairs)'
+    size = 7 if n <= 64 else 9
+    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    cmap = plt.get_cmap('viridis').copy()
+    cmap.set_bad('#dddddd')
+    finite = m[np.isfinite(m)]
+    # bandwidths over more than a decade: a log scale keeps the slow ones apart
+    norm = None
+    if finite.size and finite.min() > 0 and finite.max() / finite.min() > 20:
+        norm = matplotlib.colors.LogNorm(vmin=finite.min(), vmax=finite.max())
+    im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, norm=norm, interpolation='nearest',
+                   origin='upper', extent=(0, n, n, 0))
+    cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    cb.set_label('bandwidth per pair [Gbit/s]' + (' (log scale)' if norm else ''))
+    if min_bw is not None:
+        cb.ax.axhline(min_bw, color='red', linewidth=2)
+    if len(spans) > 1:
+        for _, start, _ in spans[1:]:
+            ax.axhline(start, color='white', linewidth=0.8)
+            ax.axvline(start, color='white', linewidth=0.8)
+    centers = [start + count / 2 for _, start, count in spans]
+    host_labels = [f'{h} ({count})' for h, _, count in spans]
+    if n <= 32:  # few ranks: rank numbers on the axes, hosts on top
+        ax.set_xticks(np.arange(n) + 0.5, [str(r) for r in order], fontsize=7)
+        ax.set_yticks(np.arange(n) + 0.5, [str(r) for r in order], fontsize=7)
+        ax.set_xlabel('rank')
+        ax.set_ylabel('rank')
+        top = ax.secondary_xaxis('top')
+        top.set_xticks(centers, host_labels, fontsize=8)
+        # links flagged as slow: a red frame (both triangles)
+        pos = {r: i for i, r in enumerate(order)}
+        for a, b, *_ in flagged:
+            for x, y in ((pos[b], pos[a]), (pos[a], pos[b])):
+                ax.add_patch(plt.Rectangle((x, y), 1, 1, fill=False, edgecolor='red',
+                                           linewidth=2))
+    elif len(spans) <= 40:
+        ax.set_xticks(centers, host_labels, rotation=60, ha='right', fontsize=8)
+        ax.set_yticks(centers, host_labels, fontsize=8)
+        ax.set_xlabel('host (ranks)')
+        ax.set_ylabel('host (ranks)')
+    else:
+        ax.set_xlabel(f'rank, grouped by host ({len(spans)} hosts)')
+        ax.set_ylabel(f'rank, grouped by host ({len(spans)} hosts)')
+    ax.set_title(title + note, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 @plotter
 def linktest_heatmap(run):
     plots = []
@@ -222,28 +315,14 @@ def linktest_heatmap(run):
             if not found:
                 continue
             gbits, hosts, npz = found
-            plt = _pyplot()
-            ranks = gbits.shape[0]
-            size = min(11.0, 3.0 + 0.3 * ranks)
-            fig, ax = plt.subplots(figsize=(size + 1.5, size))
-            im = ax.imshow(gbits, cmap='viridis', interpolation='nearest')
-            if ranks <= 48:
-                labels = [f'{r} {hosts[r]}' if r < len(hosts) else str(r)
-                          for r in range(ranks)]
-                ax.set_xticks(range(ranks))
-                ax.set_yticks(range(ranks))
-                ax.set_xticklabels(labels, rotation=90, fontsize=7)
-                ax.set_yticklabels(labels, fontsize=7)
-            ax.set_xlabel('rank')
-            ax.set_ylabel('rank')
-            fig.colorbar(im, ax=ax, label='Gbit/s')
-            size_b = (doc.get('config') or {}).get('size_messages')
             title = f'cb-linktest pair bandwidth, {_case_label(case)}'
-            ax.set_title(title, fontsize=10)
+            fig = linktest_heatmap_figure(gbits, hosts, title)
+            size_b = (doc.get('config') or {}).get('size_messages')
             plots.append(Plot(_slug(f'linktest-{case.where}-{n}'), title,
-                              f'Bandwidth of every rank pair ({size_b} B messages; blank: '
-                              'not tested); a bad link or node shows as an off-colour cell or '
-                              f'a line of them. From {os.path.basename(npz)}.', _png(fig)))
+                              f'Bandwidth of every rank pair ({size_b} B messages; grey: '
+                              'not tested), ranks grouped by host; a bad link or node shows '
+                              'as an off-colour cell or a line of them. From '
+                              f'{os.path.basename(npz)}.', _png(fig)))
     return plots
 
 
@@ -257,23 +336,13 @@ OSU_PRIMARY = ('latency', 'bandwidth')
 
 
 def osu_table(text):
-    '''The first value column of the table an OSU benchmark prints: (column name,
-    [(size, value)]), or None.'''
-    column, rows = None, []
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith('# Size'):
-            names = re.split(r'\s{2,}', s[1:].strip())
-            column, rows = (names[1] if len(names) > 1 else 'value'), []
-            continue
-        parts = s.split()
-        if column is None or not parts or not parts[0].isdigit() or len(parts) < 2:
-            continue
-        try:
-            rows.append((int(parts[0]), float(parts[1])))
-        except ValueError:
-            continue
-    return (column, rows) if column and rows else None
+    '''The first value column of the OSU table in `text`, read by the checks' own parser
+    (cobalt_bench.parsers.osu): (column name, [(size, value)]), or None.'''
+    try:
+        table = osu_parser.parse(text)
+    except osu_parser.OsuParseError:
+        return None
+    return table.columns[0].name, [(size, row[0]) for size, row in sorted(table.rows.items())]
 
 
 def _size_metrics(case):

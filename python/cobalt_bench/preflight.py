@@ -8,10 +8,12 @@ inefficient PCIe"):
   - CPU frequency governor `performance` on every online CPU
   - turbo disabled (intel_pstate/no_turbo = 1, or cpufreq boost = 0 for acpi-cpufreq/AMD)
   - jumbo frames (MTU >= 9000) on the tested Ethernet interfaces
-  - GPU and NIC PCIe links at their maximum width and speed
+  - GPU and NIC PCIe links at their maximum width and speed (judged by cb-pcie-links,
+    the rule gpu-copy applies too; "unknown" where that tool is not installed)
 Recommended (the document's tips):
-  - net.core.{r,w}mem_{max,default} >= 16777216, net.core.netdev_max_backlog >= 250000,
-    net.ipv4.udp_mem >= '262144 327680 393216'
+  - the network sysctls of data/net-sysctls.tsv (net.core.{r,w}mem_{max,default},
+    net.core.netdev_max_backlog, net.ipv4.udp_mem) at least at their tips' values; the
+    same file is eth-test-send/receive's preflight list
   - real-time priority available (`chrt -f 1 <command>`)
   - a NUMA layout where every node with CPUs has memory, balanced across nodes
     (stations, NICs and GPUs are spread over NUMA domains)
@@ -47,15 +49,26 @@ REQUIRED, RECOMMENDED = 'required', 'recommended'
 # tags by the report, to put findings next to the failures they may explain).
 CPU_BOUND = ['memory', 'gpu', 'ethernet', 'interconnect']
 
-# The compliance document's network tips (minimums: larger values are fine).
-NET_SYSCTLS = [
-    ('net.core.rmem_max', 16777216),
-    ('net.core.rmem_default', 16777216),
-    ('net.core.wmem_max', 16777216),
-    ('net.core.wmem_default', 16777216),
-    ('net.core.netdev_max_backlog', 250000),
-]
-UDP_MEM = (262144, 327680, 393216)   # pages: min, pressure, max
+
+def load_net_sysctls(path=None):
+    '''The compliance document's network tips, from their one list (data/net-sysctls.tsv,
+    also compiled into eth-test): [(name, minimums (a tuple of ints), note)]. Minimums:
+    larger values are fine; a sysctl of several numbers is compared field by field.'''
+    if path is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data',
+                            'net-sysctls.tsv')
+    rows = []
+    with open(path) as fp:
+        for line in fp:
+            if not line.strip() or line.startswith('#'):
+                continue
+            name, value, note = (line.rstrip('\n').split('\t') + ['', ''])[:3]
+            rows.append((name, tuple(int(v) for v in value.split()), note))
+    return rows
+
+
+NET_SYSCTLS = load_net_sysctls()
+
 JUMBO_MTU = 9000
 
 # PCI ids: GPUs are display (0x0300) or 3D/other display controllers (0x0302, 0x0380) of
@@ -298,30 +311,21 @@ def check_mtu(tree, interfaces):
 
 def check_net_sysctls(tree):
     findings = []
-    for name, minimum in NET_SYSCTLS:
+    for name, minimums, note in NET_SYSCTLS:
         path = '/proc/sys/' + name.replace('.', '/')
         raw = tree.read(path)
-        common = dict(setting=name, expected=f'>= {minimum}',
-                      fix=f'sysctl -w {name}={minimum}', level=RECOMMENDED,
-                      affects=['ethernet'], source=path)
-        if raw is None or not raw.isdigit():
+        want = ' '.join(map(str, minimums))
+        common = dict(setting=name, expected=f'>= {want}' + (f' ({note})' if note else ''),
+                      fix=f"sysctl -w {name}='{want}'" if len(minimums) > 1 else
+                      f'sysctl -w {name}={want}',
+                      level=RECOMMENDED, affects=['ethernet'], source=path)
+        values = raw.split() if raw else []
+        if len(values) != len(minimums) or not all(v.isdigit() for v in values):
             findings.append(Finding(status=UNKNOWN, value='not readable', **common))
         else:
-            findings.append(Finding(status=PASS if int(raw) >= minimum else FAIL,
-                                    value=raw, **common))
-    path = '/proc/sys/net/ipv4/udp_mem'
-    raw = tree.read(path)
-    want = ' '.join(map(str, UDP_MEM))
-    common = dict(setting='net.ipv4.udp_mem', expected=f'>= {want} (each, pages)',
-                  fix=f"sysctl -w net.ipv4.udp_mem='{want}'", level=RECOMMENDED,
-                  affects=['ethernet'], source=path)
-    values = raw.split() if raw else []
-    if len(values) != 3 or not all(v.isdigit() for v in values):
-        findings.append(Finding(status=UNKNOWN, value='not readable', **common))
-    else:
-        ok = all(int(v) >= w for v, w in zip(values, UDP_MEM))
-        findings.append(Finding(status=PASS if ok else FAIL, value=' '.join(values),
-                                **common))
+            ok = all(int(v) >= w for v, w in zip(values, minimums))
+            findings.append(Finding(status=PASS if ok else FAIL, value=' '.join(values),
+                                    **common))
     return findings
 
 
@@ -385,10 +389,61 @@ def check_numa(tree):
     return Finding(status=PASS, value=value, **common)
 
 
-def _speed(text):
-    '''"16.0 GT/s PCIe" -> 16.0; "Unknown" or None -> None.'''
-    m = re.match(r'\s*([\d.]+)\s*GT/s', text or '')
-    return float(m.group(1)) if m else None
+# PCIe links are judged by cb-pcie-links (src/gpu-copy/pcie-links.c), which applies the
+# one PCIe link rule of cobalt-bench, the one gpu-copy applies to its GPUs: a link is
+# degraded when it runs with fewer lanes or a lower rate than the device supports (on the
+# device's own link or an uplink above it), whether the port above limits it or the link
+# trained low; only a GPU's own link read idle is excused a low rate (it rests its link).
+PCIE_LINKS_TOOL = 'cb-pcie-links'
+PCIE_STATUS = {'ok': PASS, 'idle-low': WARN, 'degraded': FAIL, 'unknown': UNKNOWN}
+LINK_ATTRS = ('current_link_width', 'max_link_width', 'current_link_speed', 'max_link_speed')
+
+
+def pcie_links_tool():
+    '''The cb-pcie-links to run: $COBALT_BENCH_PCIE_LINKS if set (empty: none), else the
+    one in this tree's bin/ (the same version as this package), else the one on PATH;
+    None when there is none.'''
+    env = os.environ.get('COBALT_BENCH_PCIE_LINKS')
+    if env is not None:
+        return env if env and os.access(env, os.X_OK) else None
+    try:
+        from . import paths
+        root = paths.root()
+    except ImportError:
+        root = None
+    if root:
+        candidate = os.path.join(root, 'bin', PCIE_LINKS_TOOL)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which(PCIE_LINKS_TOOL)
+
+
+def pcie_links(tree):
+    '''({address: device} as cb-pcie-links judges the tree's PCI devices, '') or
+    (None, why not).'''
+    tool = pcie_links_tool()
+    if tool is None:
+        return None, f'{PCIE_LINKS_TOOL} not installed'
+    try:
+        proc = subprocess.run([tool, '--sysfs-root', tree._p('/sys'), '--quiet', '--json', '-'],
+                              capture_output=True, text=True, timeout=60)
+        if proc.returncode not in (0, 1):
+            msg = (proc.stderr or proc.stdout).strip().splitlines()
+            return None, f'{PCIE_LINKS_TOOL} failed: {msg[-1] if msg else proc.returncode}'
+        doc = json.loads(proc.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError) as err:
+        return None, f'{PCIE_LINKS_TOOL} failed: {err}'
+    return {d['address']: d for d in doc.get('devices', [])}, ''
+
+
+def _read_chain(tree, device):
+    '''Reads, through the tree, the link attributes of every link cb-pcie-links judged for
+    `device` (the ports above it too), so that --record keeps what the verdict rests on.'''
+    for link in (device or {}).get('links', []):
+        for addr in (link.get('down'), link.get('up')):
+            if addr:
+                for a in LINK_ATTRS:
+                    tree.read(f'/sys/bus/pci/devices/{addr}/{a}')
 
 
 def _pci_device_of(tree, path):
@@ -414,39 +469,51 @@ def pci_devices(tree):
     return devices
 
 
-def _link_finding(tree, path, setting, kind, what, affects):
-    attrs = {a: tree.read(f'{path}/{a}') for a in
-             ('current_link_width', 'max_link_width', 'current_link_speed', 'max_link_speed')}
+def _link_finding(tree, path, setting, what, affects, links):
+    '''The verdict of cb-pcie-links (`links`: pcie_links()) on the PCI device at `path`,
+    with the link state sysfs shows for it.'''
+    attrs = {a: tree.read(f'{path}/{a}') for a in LINK_ATTRS}
     numa = tree.read(f'{path}/numa_node')
     where = f', NUMA node {numa}' if numa not in (None, '-1') else ''
     common = dict(setting=setting, expected='link width and speed at their maximum',
                   level=REQUIRED, affects=affects, source=f'{path}/{{current,max}}_link_*')
-    if any(v is None for v in attrs.values()):
+    table, why_not = links
+    if table is None:
+        return Finding(status=UNKNOWN, value=f'{what}: unknown: {why_not}{where}', fix=
+                       f'install cobalt-bench\'s {PCIE_LINKS_TOOL} (make; module load '
+                       'cobalt-bench)', note=why_not, **common)
+    device = table.get(os.path.basename(path))
+    _read_chain(tree, device)
+    if any(v is None for v in attrs.values()) and (device is None or
+                                                   device['status'] == 'unknown'):
         return Finding(status=UNKNOWN, value=f'{what}: no PCIe link attributes{where}',
                        fix='', note='not a PCIe device (virtual or legacy PCI), or the '
                                     'kernel does not expose its link', **common)
-    cw, mw = attrs['current_link_width'], attrs['max_link_width']
-    cs, ms = _speed(attrs['current_link_speed']), _speed(attrs['max_link_speed'])
-    value = (f'{what}: x{cw} {attrs["current_link_speed"]} '
-             f'(max x{mw} {attrs["max_link_speed"]}){where}')
-    if not (cw.isdigit() and mw.isdigit()) or cs is None or ms is None:
-        return Finding(status=UNKNOWN, value=value, fix='', note='link state unknown',
-                       **common)
+    value = (f'{what}: x{attrs["current_link_width"]} {attrs["current_link_speed"]} '
+             f'(max x{attrs["max_link_width"]} {attrs["max_link_speed"]}){where}')
+    if device is None:
+        return Finding(status=UNKNOWN, value=value, fix='',
+                       note=f'not listed by {PCIE_LINKS_TOOL}', **common)
+    status = PCIE_STATUS.get(device['status'], UNKNOWN)
     fix = ('reseat the card in a slot (and riser) wired for its full width and '
            'generation; check the BIOS PCIe link settings; `lspci -vv -s '
            f'{os.path.basename(path)}` shows LnkCap/LnkSta')
-    if int(cw) < int(mw):
-        return Finding(status=FAIL, value=value, fix=fix,
-                       note=f'link width x{cw} of x{mw}', **common)
-    if cs < ms:
-        if kind == 'gpu':
-            # GPUs drop to a lower link generation when idle; look again under load.
-            return Finding(status=WARN, value=value,
-                           fix='re-check under load (nvidia-smi -q -d PCIE); ' + fix,
-                           note='an idle GPU lowers its link speed to save power', **common)
-        return Finding(status=FAIL, value=value, fix=fix,
-                       note=f'link speed {cs} of {ms} GT/s', **common)
-    return Finding(status=PASS, value=value, fix='', **common)
+    note = device.get('diagnosis', '')
+    k = device.get('deciding_link', 0)
+    if k and k > 0 and status == FAIL:
+        uplink = device['links'][k]
+        note = f'uplink {uplink["up"]} -> {uplink["down"]}: {note}'
+        fix = (f'the PCIe switch uplink {uplink["up"]} -> {uplink["down"]} is degraded: '
+               'reseat the switch (riser, carrier board); check the BIOS PCIe link settings')
+    if status == WARN:
+        return Finding(status=WARN, value=value,
+                       fix='re-check under load (nvidia-smi -q -d PCIE); ' + fix,
+                       note='an idle GPU lowers its link speed to save power', **common)
+    if status == UNKNOWN:
+        return Finding(status=UNKNOWN, value=value, fix='', note='link state unknown',
+                       **common)
+    return Finding(status=status, value=value, fix=fix if status == FAIL else '',
+                   note=note if status == FAIL else '', **common)
 
 
 def check_pcie(tree):
@@ -457,11 +524,12 @@ def check_pcie(tree):
                         fix='', level=REQUIRED, affects=['gpu', 'ethernet', 'interconnect'],
                         source='/sys/bus/pci/devices')]
     findings = []
+    links = pcie_links(tree)
     gpus = [(a, p, v) for a, p, v, c in devices
             if v in GPU_VENDORS and c and c[:6] in GPU_CLASSES]
     for addr, path, vendor in gpus:
-        findings.append(_link_finding(tree, path, f'pcie.gpu.{addr}', 'gpu',
-                                      f'{GPU_VENDORS[vendor]} GPU {addr}', ['gpu']))
+        findings.append(_link_finding(tree, path, f'pcie.gpu.{addr}',
+                                      f'{GPU_VENDORS[vendor]} GPU {addr}', ['gpu'], links))
     if not gpus:
         findings.append(Finding(setting='pcie.gpu', status=SKIP, value='no GPU found',
                                 expected='GPU links at their maximum width and speed',
@@ -480,8 +548,8 @@ def check_pcie(tree):
     for addr, path in nics:
         label = f'NIC {addr}' + (f' ({", ".join(sorted(names[addr]))})' if addr in names
                                  else '')
-        findings.append(_link_finding(tree, path, f'pcie.nic.{addr}', 'nic', label,
-                                      ['ethernet', 'interconnect']))
+        findings.append(_link_finding(tree, path, f'pcie.nic.{addr}', label,
+                                      ['ethernet', 'interconnect'], links))
     if not nics:
         findings.append(Finding(setting='pcie.nic', status=SKIP, value='no NIC found',
                                 expected='NIC links at their maximum width and speed',

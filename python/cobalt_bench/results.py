@@ -22,7 +22,7 @@ import re
 import socket
 from dataclasses import dataclass, field
 
-from . import ROOT_DIR, CannotRun, UsageError
+from . import CannotRun, UsageError, paths
 
 MARKER = 'INCOMPLETE'
 REPORT = 'report.json'
@@ -33,12 +33,12 @@ COMPLETE, PARTIAL, RUNNING = 'complete', 'partial', 'running'
 def results_base(explicit=None):
     '''The results store: --results, $COBALT_BENCH_RESULTS, the tree's results/ (the
     checkout's, or PREFIX/results of an install tree) if it exists, else ./results: where
-    the site configs put runs (site-configs/cobalt_site.py).'''
+    the site configs put runs (cobalt_bench.reframe.site).'''
     for base in (explicit, os.environ.get('COBALT_BENCH_RESULTS')):
         if base:
             return os.path.abspath(base)
-    own = os.path.join(ROOT_DIR, 'results')
-    if os.path.isdir(own):
+    own = paths.results_dir()
+    if own and os.path.isdir(own):
         return own
     return os.path.abspath('results')
 

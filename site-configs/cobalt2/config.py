@@ -8,20 +8,12 @@
 #
 #   reframe -C site-configs/cobalt2/config.py -c reframe_checks -r --exec-policy serial
 #
-# Results, references: see ../cobalt_site.py. Workloads are the kernels' own defaults,
-# which are the compliance workloads (mem-test: 18 stations, 702 Gbit/s).
+# Results, references: see python/cobalt_bench/reframe/site.py. Workloads are the kernels'
+# own defaults, which are the compliance workloads (mem-test: 18 stations, 702 Gbit/s).
 
-import os
-import sys
+from cobalt_bench.reframe.site import Site
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cobalt_site  # noqa: E402
-# Leave sys.path as it was: ReFrame appends this file's directory while importing it and
-# then removes that entry by its position, so a shifted sys.path loses its last entry
-# (the venv's site-packages: no polars, and no --performance-compare).
-del sys.path[0]
-
-SITE = cobalt_site.Site('cobalt2', __file__)
+SITE = Site('cobalt2', __file__)
 
 site_configuration = {
     'systems': [

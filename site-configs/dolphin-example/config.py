@@ -19,13 +19,10 @@
 # numbers the nodes of each interconnect 4, 8, 12, ..., so two clusters can both have 4 and 8.
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cobalt_site  # noqa: E402
-del sys.path[0]     # leave sys.path as ReFrame expects it (see ../local/config.py)
+from cobalt_bench.reframe.site import Site
 
-SITE = cobalt_site.Site('dolphin-example', __file__)
+SITE = Site('dolphin-example', __file__)
 
 # Dolphin's default install locations on Linux.
 TOOLS = {

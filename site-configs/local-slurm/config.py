@@ -9,22 +9,16 @@
 # Run it with --exec-policy serial: x86 and arm are the same machine, and two benchmarks at
 # once would measure each other.
 #
-# Results, references: see ../cobalt_site.py.
+# Results, references: see python/cobalt_bench/reframe/site.py.
 #
 # Workload: what the partition can meet is the site's business, so the per-partition kernel
 # options live in the partition's `extras` (for example `mem_test_opts`), not in the checks.
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cobalt_site  # noqa: E402
-# Leave sys.path as it was: ReFrame appends this file's directory while importing it and
-# then removes that entry by its position, so a shifted sys.path loses its last entry
-# (the venv's site-packages: no polars, and no --performance-compare).
-del sys.path[0]
+from cobalt_bench.reframe.site import Site
 
-SITE = cobalt_site.Site('local-slurm', __file__)
+SITE = Site('local-slurm', __file__)
 ROOT = SITE.root
 
 # ReFrame's lmod backend needs LMOD_CMD, which only a shell that initialised Lmod has.

@@ -1,25 +1,18 @@
 # ReFrame configuration for the site `local`: the embedded default.
 #
 # This machine, ReFrame's local scheduler and launcher, no Slurm and no module system
-# needed: the kernels are put on PATH from the cobalt-bench tree this file belongs to.
+# needed: the kernels are put on PATH from the cobalt-bench tree (SITE.root: the tree the
+# cobalt_bench package belongs to, or $COBALT_BENCH_ROOT).
 #
 #   reframe -C site-configs/local/config.py -c reframe_checks -r --exec-policy serial
 #
-# Results, references: see ../cobalt_site.py. The workload a partition can meet is the
-# site's business, so per-partition kernel options live in the partition's `extras`
-# (for example `mem_test_opts`), not in the checks.
+# Results, references: see python/cobalt_bench/reframe/site.py. The workload a partition
+# can meet is the site's business, so per-partition kernel options live in the partition's
+# `extras` (for example `mem_test_opts`), not in the checks.
 
-import os
-import sys
+from cobalt_bench.reframe.site import Site
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cobalt_site  # noqa: E402
-# Leave sys.path as it was: ReFrame appends this file's directory while importing it and
-# then removes that entry by its position, so a shifted sys.path loses its last entry
-# (the venv's site-packages: no polars, and no --performance-compare).
-del sys.path[0]
-
-SITE = cobalt_site.Site('local', __file__)
+SITE = Site('local', __file__)
 
 site_configuration = {
     'systems': [

@@ -20,17 +20,13 @@
 #   reframe -C site-configs/sjtu/config.py --system sjtu-arm -c reframe_checks/osu.py -r
 #   reframe -C site-configs/sjtu/config.py --system sjtu-pi2 -c reframe_checks/osu.py --dry-run
 #
-# Results, references: see ../cobalt_site.py.
+# Results, references: see python/cobalt_bench/reframe/site.py.
 
 import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import cobalt_site  # noqa: E402
-# Leave sys.path as it was (ReFrame removes the entry it added for this file by position).
-del sys.path[0]
+from cobalt_bench.reframe.site import Site
 
-SITE = cobalt_site.Site('sjtu', __file__)
+SITE = Site('sjtu', __file__)
 
 # ReFrame's lmod backend needs LMOD_CMD, which only a shell that initialised Lmod has.
 if 'LMOD_CMD' not in os.environ and os.access('/usr/share/lmod/lmod/libexec/lmod', os.X_OK):

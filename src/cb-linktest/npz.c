@@ -21,6 +21,16 @@
 
 #define U32_MAX 0xffffffffULL
 
+/* ZIP64 records only where an entry or the archive passes 4 GiB. The unit tests
+ * (tests/c/test_linktest.c) build this file with -DLT_NPZ_TEST_ZIP64 to switch
+ * them on for small files too; the product has no such switch. */
+#ifdef LT_NPZ_TEST_ZIP64
+extern int lt_npz_test_force_zip64;
+#define FORCE_ZIP64 lt_npz_test_force_zip64
+#else
+#define FORCE_ZIP64 0
+#endif
+
 uint32_t lt_crc32(uint32_t crc, const void *data, size_t n)
 {
     static uint32_t table[256];
@@ -170,7 +180,7 @@ int lt_npz_begin(lt_npz *z, const char *name, const char *dtype, size_t itemsize
         return fail(z, "ftell: %s", strerror(errno));
     e->offset = (uint64_t)off;
     e->size = 10 + hlen + count * itemsize;
-    e->zip64 = z->force_zip64 || e->size >= U32_MAX || e->offset >= U32_MAX;
+    e->zip64 = FORCE_ZIP64 || e->size >= U32_MAX || e->offset >= U32_MAX;
     if (local_header(z, e) != 0)
         return -1;
     z->open_entry = 1;
@@ -309,7 +319,7 @@ int lt_npz_close(lt_npz *z)
         lt_npz_abort(z);
         return -1;
     }
-    int any64 = z->force_zip64;
+    int any64 = FORCE_ZIP64;
     for (int i = 0; i < z->nentries; i++) {
         lt_npz_entry *e = &z->entries[i];
         unsigned char h[46 + 64 + 28];

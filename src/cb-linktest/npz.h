@@ -32,7 +32,6 @@ typedef struct lt_npz {
     int open_entry;
     uint64_t expect, written;
     uint32_t crc;
-    int force_zip64;   /* tests: ZIP64 records even for small entries */
     int failed;
     char error[256];
 } lt_npz;

@@ -1,6 +1,6 @@
 /* Shared code of the cobalt-bench kernels: options, clock, results block,
  * JSON document of the kernel contract, and hwloc topology.
- * Exit codes are the kernel contract's (design.md). */
+ * Exit codes are the kernel contract's (docs/kernel-contract.md). */
 #ifndef CB_COMMON_H
 #define CB_COMMON_H
 
@@ -101,6 +101,27 @@ int cb_bind_thread_to_pu(const cb_topo *t, int pu);          /* 0 or -1 */
 void *cb_alloc_on_node(const cb_topo *t, int os_index, size_t size);
 void cb_free_on_node(const cb_topo *t, void *p, size_t size);
 
+/* PCI devices (a GPU, a NIC): the topology with its PCI devices, from this machine or
+ * from the hwloc XML file `xml` (another machine: lookups only, no binding). 0, or -1
+ * without a message (the caller says what it means). Free with cb_topo_free. */
+int cb_topo_load_pci(cb_topo *t, const char *xml);
+int cb_topo_pci_devices(const cb_topo *t); /* PCI devices hwloc found (0: no PCI plugin) */
+int cb_topo_this_system(const cb_topo *t); /* binding and allocation act on this machine */
+typedef struct cb_pci_place {
+    int numa_node;     /* OS index of the device's NUMA node; -1: several or unknown */
+    char nodes[64];    /* its NUMA nodes, e.g. "1" or "0-1" */
+    char cpus[256];    /* the CPUs near it, e.g. "20-39,60-79" */
+} cb_pci_place;
+/* The NUMA node(s) and CPUs nearest the PCI device `busid` ("0000:3b:00.0", any case):
+ * 0, or -1 if hwloc does not know the device. */
+int cb_topo_pci_locality(const cb_topo *t, const char *busid, cb_pci_place *out);
+/* Binds the calling thread to the CPUs of a list like "0-19,40-59". 0, or -1. */
+int cb_bind_thread_to_cpulist(const cb_topo *t, const char *cpulist);
+/* Memory (page aligned) bound to the NUMA nodes of a list like "1"; *bound says whether
+ * binding worked (else it is ordinary memory, placed by first touch). NULL if none. */
+void *cb_alloc_on_nodelist(const cb_topo *t, const char *nodelist, size_t bytes, int *bound);
+void cb_free_on_nodelist(const cb_topo *t, void *p, size_t bytes, int bound);
+
 /* ---- misc --------------------------------------------------------------- */
 /* The contract's bandwidth unit: Gbit/s, decimal (10^9 bit/s); 0 for no time. */
 static inline double cb_gbits(double bytes, double seconds)
@@ -109,6 +130,9 @@ static inline double cb_gbits(double bytes, double seconds)
 }
 
 void cb_hostname(char *buf, size_t len);
+/* The first line of a (sysfs or procfs) file into buf, without its newline; an empty
+ * file gives "". 0, or -1 when the file cannot be opened. */
+int cb_read_first_line(const char *path, char *buf, size_t len);
 /* splitmix64: a fast, well-mixed hash for patterns and spot positions */
 static inline uint64_t cb_mix64(uint64_t x)
 {

@@ -4,15 +4,12 @@
 #include <hwloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
-int cb_topo_load(cb_topo *t)
+/* The NUMA nodes, their PUs and cores, and the last-level cache of a loaded topology
+ * into t (which owns topo from here on). */
+static int topo_fill(cb_topo *t, hwloc_topology_t topo)
 {
-    hwloc_topology_t topo;
-    memset(t, 0, sizeof *t);
-    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
-        cb_warn("hwloc could not read the machine topology");
-        return -1;
-    }
     t->hw = topo;
     int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     if (n <= 0) {
@@ -61,6 +58,17 @@ int cb_topo_load(cb_topo *t)
             t->l3_bytes = o->attr->cache.size;
     }
     return 0;
+}
+
+int cb_topo_load(cb_topo *t)
+{
+    hwloc_topology_t topo;
+    memset(t, 0, sizeof *t);
+    if (hwloc_topology_init(&topo) != 0 || hwloc_topology_load(topo) != 0) {
+        cb_warn("hwloc could not read the machine topology");
+        return -1;
+    }
+    return topo_fill(t, topo);
 }
 
 void cb_topo_free(cb_topo *t)
@@ -112,4 +120,95 @@ void cb_free_on_node(const cb_topo *t, void *p, size_t size)
 {
     if (p)
         hwloc_free((hwloc_topology_t)t->hw, p, size);
+}
+
+/* ---- PCI devices: where a device (a GPU, a NIC) is attached ------------------------ */
+int cb_topo_load_pci(cb_topo *t, const char *xml)
+{
+    hwloc_topology_t topo;
+    memset(t, 0, sizeof *t);
+    if (hwloc_topology_init(&topo) != 0)
+        return -1;
+    /* PCI devices and bridges are filtered out by default. */
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if ((xml && hwloc_topology_set_xml(topo, xml) != 0) || hwloc_topology_load(topo) != 0) {
+        hwloc_topology_destroy(topo);
+        return -1;
+    }
+    return topo_fill(t, topo);
+}
+
+int cb_topo_pci_devices(const cb_topo *t)
+{
+    return t->hw ? hwloc_get_nbobjs_by_type((hwloc_topology_t)t->hw, HWLOC_OBJ_PCI_DEVICE) : 0;
+}
+
+int cb_topo_this_system(const cb_topo *t)
+{
+    return t->hw ? hwloc_topology_is_thissystem((hwloc_topology_t)t->hw) : 0;
+}
+
+int cb_topo_pci_locality(const cb_topo *t, const char *busid, cb_pci_place *out)
+{
+    hwloc_obj_t o = NULL;
+    if (t->hw) {
+        hwloc_topology_t topo = (hwloc_topology_t)t->hw;
+        hwloc_obj_t pci = hwloc_get_pcidev_by_busidstring(topo, busid);
+        /* The first non-I/O ancestor carries the CPUs and NUMA node(s) it hangs off. */
+        o = pci ? hwloc_get_non_io_ancestor_obj(topo, pci) : NULL;
+    }
+    memset(out, 0, sizeof *out);
+    out->numa_node = -1;
+    if (!o || !o->cpuset)
+        return -1;
+    hwloc_bitmap_list_snprintf(out->cpus, sizeof out->cpus, o->cpuset);
+    if (o->nodeset && !hwloc_bitmap_iszero(o->nodeset)) {
+        hwloc_bitmap_list_snprintf(out->nodes, sizeof out->nodes, o->nodeset);
+        if (hwloc_bitmap_weight(o->nodeset) == 1)
+            out->numa_node = hwloc_bitmap_first(o->nodeset);
+    }
+    return 0;
+}
+
+int cb_bind_thread_to_cpulist(const cb_topo *t, const char *cpulist)
+{
+    if (!t->hw || !cb_topo_this_system(t) || !cpulist || !cpulist[0])
+        return -1;
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int rc = -1;
+    if (hwloc_bitmap_list_sscanf(set, cpulist) == 0 && !hwloc_bitmap_iszero(set))
+        rc = hwloc_set_cpubind((hwloc_topology_t)t->hw, set, HWLOC_CPUBIND_THREAD) == 0 ? 0 : -1;
+    hwloc_bitmap_free(set);
+    return rc;
+}
+
+void *cb_alloc_on_nodelist(const cb_topo *t, const char *nodelist, size_t bytes, int *bound)
+{
+    *bound = 0;
+    if (t->hw && cb_topo_this_system(t) && nodelist && nodelist[0]) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        void *p = NULL;
+        if (hwloc_bitmap_list_sscanf(set, nodelist) == 0 && !hwloc_bitmap_iszero(set))
+            p = hwloc_alloc_membind((hwloc_topology_t)t->hw, bytes, set, HWLOC_MEMBIND_BIND,
+                                    HWLOC_MEMBIND_BYNODESET | HWLOC_MEMBIND_STRICT);
+        hwloc_bitmap_free(set);
+        if (p) {
+            *bound = 1;
+            return p;
+        }
+    }
+    /* Not bound (no locality, or binding unsupported): ordinary anonymous memory, which a
+     * thread bound near the device touches first. */
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void cb_free_on_nodelist(const cb_topo *t, void *p, size_t bytes, int bound)
+{
+    if (!p)
+        return;
+    if (bound)
+        hwloc_free((hwloc_topology_t)t->hw, p, bytes);
+    else
+        munmap(p, bytes);
 }

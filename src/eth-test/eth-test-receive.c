@@ -10,18 +10,19 @@
  * sender says it sent (its end-of-stream records), never guessed. */
 #define _GNU_SOURCE /* sendmmsg, recvmmsg, CPU_SET, pthread_setaffinity_np */
 #include "../common/cb_common.h"
+#include "../common/cb_options.h"
 #include "eth_net.h"
 #include "eth_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,8 +33,101 @@
 #define SLOT_STRIDE (SLOT_BYTES + 5 * 64)
 #define CTRL_BYTES 128   /* room for the SO_RXQ_OVFL drop counter and a timestamp */
 #define SEQ_WINDOW (1u << 20)
+#define LINGER_S 0.2     /* after the last end record, wait this long for stragglers */
+
+/* ---- options ------------------------------------------------------------------------ */
+typedef struct recv_cfg {
+    const char *host, *iface, *json_path, *ready_file;
+    int port, streams, batch, threads, busy_poll_us, rt_priority, quiet;
+    size_t rcvbuf;
+    double timeout_s, idle_s, threshold, max_loss;
+    uint64_t want_session;
+    cb_intlist cpus;
+} recv_cfg;
+
+/* --busy-poll[=USEC]: 50 us when given without a value; 0 spins without asking the kernel
+ * to poll (stored as -1: 0 is "no busy polling"). */
+static void parse_busy_poll(const char *opt, const char *arg, void *dest)
+{
+    int us = arg ? (int)cb_opt_long(opt, arg, 0, 1000000) : 50;
+    *(int *)dest = us ? us : -1;
+}
+
+#define O(field) offsetof(recv_cfg, field)
+static const cb_opt opts[] = {
+    {.name = "host", .letter = 'H', .type = CB_OPT_STRING, .off = O(host), .arg = "HOST",
+     .help = "the address (or name) under test: a local address"},
+    {.name = "interface", .letter = 'I', .type = CB_OPT_STRING, .off = O(iface), .arg = "IFACE",
+     .help = "or the interface under test (its first IPv4 address)"},
+    {.name = "port", .letter = 'p', .type = CB_OPT_INT, .off = O(port), .min = 1, .max = 65535,
+     .def = ET_STR(ET_DEFAULT_PORT), .arg = "PORT", .help = "first UDP port"},
+    {.name = "streams", .letter = 'n', .type = CB_OPT_INT, .off = O(streams), .min = 1,
+     .max = ET_MAX_STREAMS, .def = "12", .arg = "N", .help = "streams, one UDP port each"},
+    {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .off = O(threads), .min = 1, .max = 256,
+     .def = "1", .arg = "N", .help = "receiver threads; sockets dealt out round-robin"},
+    {.name = "cpu", .letter = 'c', .type = CB_OPT_INTLIST, .off = O(cpus), .arg = "LIST",
+     .help = "pin receiver thread i to the i-th CPU of LIST"},
+    {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .off = O(batch), .min = 1, .max = 1024,
+     .def = "128", .arg = "N", .help = "datagrams per recvmmsg call"},
+    {.name = "rcvbuf", .type = CB_OPT_SIZE, .off = O(rcvbuf), .min = 4096, .max = 1 << 30,
+     .def = "32M", .arg = "BYTES", .help = "receive buffer per socket (as root beyond\n"
+                                           "net.core.rmem_max, through SO_RCVBUFFORCE)"},
+    {.name = "busy-poll", .type = CB_OPT_CUSTOM, .off = O(busy_poll_us), .parse = parse_busy_poll,
+     .optional_arg = 1, .arg = "USEC",
+     .help = "spin instead of sleeping in poll(), and ask the kernel\n"
+             "to busy-poll the device for USEC (default 50) per read\n"
+             "(0: spin only); takes a whole CPU per thread"},
+    {.name = "rt-priority", .type = CB_OPT_INT, .off = O(rt_priority), .min = 1, .max = 99,
+     .arg = "N", .help = "run the receiver threads SCHED_FIFO at priority N (the\n"
+                         "compliance document's tip: chrt -f 1); needs root"},
+    {.name = "timeout", .type = CB_OPT_DURATION, .off = O(timeout_s), .min = 0.01, .max = 86400,
+     .def = "300", .arg = "SECONDS", .help = "wait this long for a sender (then exit 3)"},
+    {.name = "idle-timeout", .type = CB_OPT_DURATION, .off = O(idle_s), .min = 0.01, .max = 3600,
+     .def = "2", .arg = "SECONDS",
+     .help = "end when the sender has been silent this long:\na sender that died mid-run"},
+    {.name = "session", .type = CB_OPT_CUSTOM, .off = O(want_session), .parse = et_opt_session,
+     .arg = "ID", .help = "accept only this session id (default: the first seen)"},
+    {.name = "threshold", .type = CB_OPT_DOUBLE, .off = O(threshold), .min = 0, .max = 100000,
+     .def = "9.00", .arg = "GBITS", .help = "compliant total speed"},
+    {.name = "max-loss", .type = CB_OPT_DOUBLE, .off = O(max_loss), .min = 0, .max = 100,
+     .def = "0", .arg = "PCT", .help = "compliant average loss"},
+    {.name = "ready-file", .type = CB_OPT_STRING, .off = O(ready_file), .arg = "FILE",
+     .help = "once listening, write \"ADDRESS PORT STREAMS\" to FILE"},
+    CB_OPT_JSON_ROW(recv_cfg, json_path),
+    CB_OPT_QUIET_ROW(recv_cfg, quiet),
+    /* -t was --threads. The contract gives -t to --threshold (docs/kernel-contract.md), but
+     * an old "-t 4" must not become a threshold of 4 Gbit/s: -t stays --threads, deprecated,
+     * and --threshold has no letter until -t has been retired. */
+    {.letter = 't', .replaced_by = "threads"},
+    {0}};
+#undef O
+
+static const cb_cmd cmd = {
+    .name = "eth-test-receive",
+    .test_version = ET_TEST_VERSION,
+    .usage = "-H HOST | -I IFACE [OPTION]...",
+    .about = "Receive eth-test-send's UDP streams on the interface that has address HOST (or on\n"
+             "interface IFACE) and report the total speed and the average loss. Compliant (exit\n"
+             "0): total speed >= --threshold (9.00 Gbit/s) and average loss <= --max-loss (0%).\n"
+             "Start it first, then eth-test-send -H HOST on the sending machine.\n\n",
+    .more = "Total speed: UDP payload of the distinct packets received after the first one,\n"
+            "over the time from the first to the last, by the kernel's receive timestamps\n"
+            "(not when this program got to read them). Average loss = packets lost / packets\n"
+            "sent, over all streams, where sent is what the sender's end-of-stream records\n"
+            "say. Speeds are judged within 0.05% (what prints as 9.00 meets 9.00); loss, a\n"
+            "count, exactly.\n"
+            "\n"
+            "Exit status: 0 compliant, 1 not compliant (or incomplete: the sender stopped\n"
+            "without its end records, or sent damaged data), 2 usage error, 3 could not run\n"
+            "(no sender within --timeout, address not on this machine, port in use).\n",
+    .opts = opts,
+};
+
+/* ---- the run's state ------------------------------------------------------------------ */
+typedef struct recv_run recv_run;
 
 typedef struct receiver {
+    recv_run *run;               /* the run it belongs to */
     int index, cpu;
     int nsocks, *sock;           /* socket (= stream) numbers this thread owns */
     pthread_t th;
@@ -51,161 +145,45 @@ typedef struct receiver {
     char error[256];
 } receiver;
 
-static struct {
-    const char *host, *iface, *json_path, *ready_file;
-    uint16_t port;
-    int streams, batch, threads, busy_poll_us, rt_priority, quiet;
-    long rcvbuf;
-    double timeout_s, idle_s, linger_s, threshold, max_loss;
-    uint64_t want_session;
-    int cpus[CB_MAX_CPUS], ncpus;
+enum outcome { RUNNING, DONE, IDLE, NO_SENDER, FAILED };
+
+typedef struct totals {
+    uint64_t session;
+    int nstreams, counted, missing_streams, exact, passed;
+    uint64_t sent, received, lost, dups, reord, stale, corrupt, beyond, bytes, conflicts, send_ns, drops;
+    uint64_t datagrams, malformed, by_reason[ET_NPARSE], truncated, foreign, misdirected, inconsistent;
+    double rx_s, arrival_s, send_s, total_speed, sender_speed, loss_pct;
+} totals;
+
+/* Everything one run of eth-test-receive knows, stage by stage: plan (options, address,
+ * sockets, receivers), run (the receiver threads, watched), collect (totals), diagnose
+ * (the kernel's counters), emit (report and document). */
+struct recv_run {
+    recv_cfg cfg;
+    char started[32];
     et_addr addr;
     char ifname[IFNAMSIZ];
     int *fd;
+    long granted;                /* the receive buffer the kernel gave */
+    int forced;                  /* through SO_RCVBUFFORCE */
     et_stream *st;               /* per socket/stream, touched only by its owner thread */
     _Atomic uint32_t *sock_drops;/* per socket: the kernel's drop count (SO_RXQ_OVFL) */
     receiver *rx;
-    long granted;
-    int forced;
-} run;
+    /* Shared between the receiver threads and the main thread. */
+    _Atomic uint64_t session;    /* 0 until the first data packet (or --session) */
+    _Atomic uint32_t session_nstreams;
+    _Atomic int ended_streams, complete_streams, stop;
+    _Atomic uint64_t last_packet_ns;
+    /* The kernel's drop counters around the run, and how it ended. */
+    et_counters before, after;
+    enum outcome how;
+    totals T;
+};
 
-/* Shared between the receiver threads and the main thread. */
-static _Atomic uint64_t session;        /* 0 until the first data packet (or --session) */
-static _Atomic uint32_t session_nstreams;
-static _Atomic int ended_streams, complete_streams, stop;
-static _Atomic uint64_t last_packet_ns;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: eth-test-receive -H HOST | -I IFACE [OPTION]...\n"
-"Receive eth-test-send's UDP streams on the interface that has address HOST (or on\n"
-"interface IFACE) and report the total speed and the average loss. Compliant (exit\n"
-"0): total speed >= --threshold (9.00 Gbit/s) and average loss <= --max-loss (0%%).\n"
-"Start it first, then eth-test-send -H HOST on the sending machine.\n"
-"\n"
-"  -H, --host=HOST         the address (or name) under test: a local address\n"
-"  -I, --interface=IFACE   or the interface under test (its first IPv4 address)\n"
-"  -p, --port=PORT         first UDP port (default %d)\n"
-"  -n, --streams=N         streams, one UDP port each (default 12)\n"
-"  -t, --threads=N         receiver threads; sockets dealt out round-robin (default 1)\n"
-"  -c, --cpu=LIST          pin receiver thread i to the i-th CPU of LIST\n"
-"  -b, --batch=N           datagrams per recvmmsg call (default 128)\n"
-"      --rcvbuf=BYTES      receive buffer per socket (default 33554432; as root\n"
-"                          beyond net.core.rmem_max, through SO_RCVBUFFORCE)\n"
-"      --busy-poll[=USEC]  spin instead of sleeping in poll(), and ask the kernel\n"
-"                          to busy-poll the device for USEC (default 50) per read\n"
-"                          (0: spin only); takes a whole CPU per thread\n"
-"      --rt-priority=N     run the receiver threads SCHED_FIFO at priority N (the\n"
-"                          compliance document's tip: chrt -f 1); needs root\n"
-"      --timeout=SECONDS   wait this long for a sender (default 300; exit 3)\n"
-"      --idle-timeout=SECONDS  end when the sender has been silent this long\n"
-"                          (default 2): a sender that died mid-run\n"
-"      --session=ID        accept only this session id (default: the first seen)\n"
-"      --threshold=GBITS   compliant total speed (default 9.00)\n"
-"      --max-loss=PCT      compliant average loss (default 0)\n"
-"      --ready-file=FILE   once listening, write \"ADDRESS PORT STREAMS\" to FILE\n"
-"  -j, --json=FILE         write the JSON result document to FILE ('-' = stdout)\n"
-"  -q, --quiet             no progress lines on stderr\n"
-"  -h, --help              this help\n"
-"  -V, --version           version\n"
-"\n"
-"Total speed: UDP payload of the distinct packets received after the first one,\n"
-"over the time from the first to the last, by the kernel's receive timestamps\n"
-"(not when this program got to read them). Average loss = packets lost / packets\n"
-"sent, over all streams, where sent is what the sender's end-of-stream records\n"
-"say. Speeds are judged within 0.05%% (what prints as 9.00 meets 9.00); loss, a\n"
-"count, exactly.\n"
-"\n"
-"Exit status: 0 compliant, 1 not compliant (or incomplete: the sender stopped\n"
-"without its end records, or sent damaged data), 2 usage error, 3 could not run\n"
-"(no sender within --timeout, address not on this machine, port in use).\n",
-            ET_DEFAULT_PORT);
-}
-
-static void parse_args(int argc, char **argv)
-{
-    enum { O_RCVBUF = 256, O_BUSY, O_TIMEOUT, O_IDLE, O_SESSION, O_THRESHOLD, O_MAXLOSS, O_READY, O_RT };
-    static const struct option opts[] = {
-        {"host", required_argument, 0, 'H'},
-        {"interface", required_argument, 0, 'I'},
-        {"port", required_argument, 0, 'p'},
-        {"streams", required_argument, 0, 'n'},
-        {"threads", required_argument, 0, 't'},
-        {"cpu", required_argument, 0, 'c'},
-        {"batch", required_argument, 0, 'b'},
-        {"rcvbuf", required_argument, 0, O_RCVBUF},
-        {"busy-poll", optional_argument, 0, O_BUSY},
-        {"rt-priority", required_argument, 0, O_RT},
-        {"timeout", required_argument, 0, O_TIMEOUT},
-        {"idle-timeout", required_argument, 0, O_IDLE},
-        {"session", required_argument, 0, O_SESSION},
-        {"threshold", required_argument, 0, O_THRESHOLD},
-        {"max-loss", required_argument, 0, O_MAXLOSS},
-        {"ready-file", required_argument, 0, O_READY},
-        {"json", required_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},
-        {0, 0, 0, 0}};
-    run.port = ET_DEFAULT_PORT;
-    run.streams = 12;
-    run.threads = 1;
-    run.batch = 128;
-    run.rcvbuf = 32L << 20;
-    run.timeout_s = 300;
-    run.idle_s = 2;
-    run.linger_s = 0.2;
-    run.threshold = 9.0;
-    run.max_loss = 0;
-    opterr = 0;
-    for (;;) {
-        int c = getopt_long(argc, argv, ":H:I:p:n:t:c:b:j:qhV", opts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case 'H': run.host = optarg; break;
-        case 'I': run.iface = optarg; break;
-        case 'p': run.port = (uint16_t)cb_opt_long("--port", optarg, 1, 65535); break;
-        case 'n': run.streams = (int)cb_opt_long("--streams", optarg, 1, ET_MAX_STREAMS); break;
-        case 't': run.threads = (int)cb_opt_long("--threads", optarg, 1, 256); break;
-        case 'c': run.ncpus = cb_opt_intlist("--cpu", optarg, run.cpus, CB_MAX_CPUS); break;
-        case 'b': run.batch = (int)cb_opt_long("--batch", optarg, 1, 1024); break;
-        case O_RCVBUF: run.rcvbuf = cb_opt_long("--rcvbuf", optarg, 4096, 1L << 30); break;
-        case O_BUSY:
-            run.busy_poll_us = optarg ? (int)cb_opt_long("--busy-poll", optarg, 0, 1000000) : 50;
-            if (!run.busy_poll_us)
-                run.busy_poll_us = -1; /* spin, without asking the kernel to poll */
-            break;
-        case O_RT: run.rt_priority = (int)cb_opt_long("--rt-priority", optarg, 1, 99); break;
-        case O_TIMEOUT: run.timeout_s = cb_opt_double("--timeout", optarg, 0.01, 86400); break;
-        case O_IDLE: run.idle_s = cb_opt_double("--idle-timeout", optarg, 0.01, 3600); break;
-        case O_SESSION: run.want_session = et_opt_session(optarg); break;
-        case O_THRESHOLD: run.threshold = cb_opt_double("--threshold", optarg, 0, 100000); break;
-        case O_MAXLOSS: run.max_loss = cb_opt_double("--max-loss", optarg, 0, 100); break;
-        case O_READY: run.ready_file = optarg; break;
-        case 'j': run.json_path = optarg; break;
-        case 'q': run.quiet = 1; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': cb_print_version(ET_TEST_VERSION); exit(0);
-        case ':': cb_usage_error("option '%s' needs a value", argv[optind - 1]);
-        default: cb_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        cb_usage_error("unexpected argument '%s'", argv[optind]);
-    if (!run.host == !run.iface)
-        cb_usage_error("give exactly one of -H HOST and -I IFACE: the address or interface under test");
-    if ((long)run.port + run.streams - 1 > 65535)
-        cb_usage_error("--port %u with %d streams runs past port 65535", run.port, run.streams);
-    if (run.threads > run.streams)
-        run.threads = run.streams;
-}
-
-/* ---- receiving ------------------------------------------------------------------- */
+/* ---- run: one receiver thread ---------------------------------------------------------- */
 static void reset_msgs(receiver *r)
 {
-    for (int i = 0; i < run.batch; i++) {
+    for (int i = 0; i < r->run->cfg.batch; i++) {
         r->msgs[i].msg_hdr.msg_iov = &r->iov[i];
         r->msgs[i].msg_hdr.msg_iovlen = 1;
         r->msgs[i].msg_hdr.msg_control = r->ctrl + (size_t)i * CTRL_BYTES;
@@ -214,9 +192,38 @@ static void reset_msgs(receiver *r)
     }
 }
 
+/* The session and the stream count of header h: the first data packet picks the session
+ * (a leftover end record of an earlier run must not). Returns 0 when h belongs to it. */
+static int check_session(receiver *r, const et_header *h, et_parse_result pr)
+{
+    recv_run *run = r->run;
+    uint64_t s = atomic_load_explicit(&run->session, memory_order_acquire);
+    if (s == 0) {
+        if (h->kind != ET_KIND_DATA || pr != ET_OK) {
+            r->foreign++;
+            return -1;
+        }
+        uint64_t none = 0;
+        atomic_compare_exchange_strong(&run->session, &none, h->session);
+        s = atomic_load(&run->session);
+    }
+    if (h->session != s) {
+        r->foreign++;
+        return -1;
+    }
+    uint32_t ns = 0;
+    atomic_compare_exchange_strong(&run->session_nstreams, &ns, h->nstreams);
+    if (h->nstreams != atomic_load(&run->session_nstreams)) {
+        r->inconsistent++;
+        return -1;
+    }
+    return 0;
+}
+
 /* One datagram from socket j. Returns the data bytes it counted as received. */
 static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t len, int truncated)
 {
+    recv_run *run = r->run;
     et_header h;
     r->datagrams++;
     if (truncated) {
@@ -228,33 +235,13 @@ static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t le
         r->malformed[pr]++;
         return 0;
     }
-    uint64_t s = atomic_load_explicit(&session, memory_order_acquire);
-    if (s == 0) {
-        /* The first data packet picks the session; a leftover end record of an earlier
-         * run must not. */
-        if (h.kind != ET_KIND_DATA || pr != ET_OK) {
-            r->foreign++;
-            return 0;
-        }
-        uint64_t none = 0;
-        atomic_compare_exchange_strong(&session, &none, h.session);
-        s = atomic_load(&session);
-    }
-    if (h.session != s) {
-        r->foreign++;
+    if (check_session(r, &h, pr) != 0)
         return 0;
-    }
-    uint32_t ns = 0;
-    atomic_compare_exchange_strong(&session_nstreams, &ns, h.nstreams);
-    if (h.nstreams != atomic_load(&session_nstreams)) {
-        r->inconsistent++;
-        return 0;
-    }
     if (h.stream != j) {
         r->misdirected++;
         return 0;
     }
-    et_stream *st = &run.st[j];
+    et_stream *st = &run->st[j];
     if (pr == ET_BAD_PAYLOAD) {
         st->corrupt++;
         return 0;
@@ -263,15 +250,15 @@ static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t le
         int was = st->ended;
         et_stream_end(st, h.seq, h.aux);
         if (!was)
-            atomic_fetch_add(&ended_streams, 1);
+            atomic_fetch_add(&run->ended_streams, 1);
         if (!was && st->unique >= st->sent)
-            atomic_fetch_add(&complete_streams, 1);
+            atomic_fetch_add(&run->complete_streams, 1);
         return 0;
     }
     uint64_t before = st->unique;
     et_stream_data(st, h.seq, (uint32_t)len);
     if (st->ended && before < st->sent && st->unique >= st->sent)
-        atomic_fetch_add(&complete_streams, 1);
+        atomic_fetch_add(&run->complete_streams, 1);
     return st->unique > before ? len : 0;
 }
 
@@ -290,241 +277,325 @@ static int64_t rx_timestamp(struct msghdr *m)
 }
 
 /* The kernel's count of datagrams it dropped at this socket (SO_RXQ_OVFL). */
-static void note_drops(int j, struct msghdr *m)
+static void note_drops(recv_run *run, int j, struct msghdr *m)
 {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
             uint32_t v;
             memcpy(&v, CMSG_DATA(c), sizeof v);
-            atomic_store_explicit(&run.sock_drops[j], v, memory_order_relaxed);
+            atomic_store_explicit(&run->sock_drops[j], v, memory_order_relaxed);
         }
+}
+
+/* The times of a batch with data counted in it: messages first..last. */
+static void note_times(receiver *r, int first, int last, uint64_t bytes)
+{
+    uint64_t now = cb_now_ns();
+    int64_t ts = rx_timestamp(&r->msgs[first].msg_hdr);
+    if (!r->first_ns || ts < r->first_ts) {
+        r->first_ts = ts;
+        r->first_len = r->msgs[first].msg_len;
+    }
+    if (!r->first_ns)
+        r->first_ns = now;
+    ts = rx_timestamp(&r->msgs[last].msg_hdr);
+    if (ts > r->last_ts)
+        r->last_ts = ts;
+    r->last_ns = now;
+    r->bytes += bytes;
+    atomic_store_explicit(&r->progress_bytes, r->bytes, memory_order_relaxed);
+    atomic_store_explicit(&r->run->last_packet_ns, now, memory_order_relaxed);
+}
+
+/* One recvmmsg on socket j, every datagram classified. Returns the datagrams read, or -1
+ * on an error that ends the run. */
+static int drain_socket(receiver *r, int j)
+{
+    recv_run *run = r->run;
+    reset_msgs(r);
+    int n = recvmmsg(run->fd[j], r->msgs, (unsigned)run->cfg.batch, MSG_DONTWAIT, NULL);
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED)
+            return 0;
+        snprintf(r->error, sizeof r->error, "recvmmsg on port %d: %s", run->cfg.port + j,
+                 strerror(errno));
+        return -1;
+    }
+    uint64_t bytes = 0;
+    int first = -1, last = -1; /* the batch's first and last packet counted */
+    for (int i = 0; i < n; i++) {
+        uint64_t b = classify(r, j, r->iov[i].iov_base, r->msgs[i].msg_len,
+                              (r->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
+        if (b) {
+            bytes += b;
+            last = i;
+            if (first < 0)
+                first = i;
+        }
+    }
+    if (n > 0)
+        note_drops(run, j, &r->msgs[n - 1].msg_hdr);
+    if (bytes)
+        note_times(r, first, last, bytes);
+    else if (n > 0 && atomic_load_explicit(&run->session, memory_order_relaxed))
+        /* end records and the like: the sender is alive */
+        atomic_store_explicit(&run->last_packet_ns, cb_now_ns(), memory_order_relaxed);
+    return n;
 }
 
 static void *receiver_main(void *arg)
 {
     receiver *r = arg;
-    et_place_thread(r->cpu, run.rt_priority, r->index == 0);
+    recv_run *run = r->run;
+    et_place_thread(r->cpu, run->cfg.rt_priority, r->index == 0);
     struct pollfd *pfd = calloc((size_t)r->nsocks, sizeof *pfd);
+    if (!pfd) {
+        snprintf(r->error, sizeof r->error, "out of memory");
+        atomic_store(&run->stop, 1);
+        return NULL;
+    }
     for (int k = 0; k < r->nsocks; k++) {
-        pfd[k].fd = run.fd[r->sock[k]];
+        pfd[k].fd = run->fd[r->sock[k]];
         pfd[k].events = POLLIN;
     }
-    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+    while (!atomic_load_explicit(&run->stop, memory_order_relaxed)) {
         int got = 0;
         for (int k = 0; k < r->nsocks; k++) {
-            int j = r->sock[k];
-            reset_msgs(r);
-            int n = recvmmsg(run.fd[j], r->msgs, (unsigned)run.batch, MSG_DONTWAIT, NULL);
+            int n = drain_socket(r, r->sock[k]);
             if (n < 0) {
-                if (errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED)
-                    continue;
-                snprintf(r->error, sizeof r->error, "recvmmsg on port %d: %s", run.port + j, strerror(errno));
-                atomic_store(&stop, 1);
+                atomic_store(&run->stop, 1);
                 break;
             }
-            uint64_t bytes = 0;
-            int first = -1, last = -1; /* the batch's first and last packet counted */
-            for (int i = 0; i < n; i++) {
-                uint64_t b = classify(r, j, r->iov[i].iov_base, r->msgs[i].msg_len,
-                                      (r->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
-                if (b) {
-                    bytes += b;
-                    last = i;
-                    if (first < 0)
-                        first = i;
-                }
-            }
-            if (n > 0)
-                note_drops(j, &r->msgs[n - 1].msg_hdr);
             got += n;
-            if (bytes) {
-                uint64_t now = cb_now_ns();
-                int64_t ts = rx_timestamp(&r->msgs[first].msg_hdr);
-                if (!r->first_ns || ts < r->first_ts) {
-                    r->first_ts = ts;
-                    r->first_len = r->msgs[first].msg_len;
-                }
-                if (!r->first_ns)
-                    r->first_ns = now;
-                ts = rx_timestamp(&r->msgs[last].msg_hdr);
-                if (ts > r->last_ts)
-                    r->last_ts = ts;
-                r->last_ns = now;
-                r->bytes += bytes;
-                atomic_store_explicit(&r->progress_bytes, r->bytes, memory_order_relaxed);
-                atomic_store_explicit(&last_packet_ns, now, memory_order_relaxed);
-            } else if (n > 0 && atomic_load_explicit(&session, memory_order_relaxed)) {
-                /* end records and the like: the sender is alive */
-                atomic_store_explicit(&last_packet_ns, cb_now_ns(), memory_order_relaxed);
-            }
         }
-        if (!got && run.busy_poll_us == 0)
+        if (!got && run->cfg.busy_poll_us == 0)
             poll(pfd, (nfds_t)r->nsocks, 20);
     }
     free(pfd);
     return NULL;
 }
 
-/* ---- set-up ------------------------------------------------------------------------- */
-static void find_address(void)
+/* ---- plan ---------------------------------------------------------------------------- */
+/* The rules between options, after the table has checked each. */
+static void check_options(recv_cfg *cfg)
 {
-    char err[256];
-    if (run.iface) {
-        if (if_nametoindex(run.iface) == 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "no interface '%s' on this machine", run.iface);
-        if (et_addr_of_iface(run.iface, &run.addr) != 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "interface '%s' has no IP address", run.iface);
-        snprintf(run.ifname, sizeof run.ifname, "%s", run.iface);
-        return;
-    }
-    if (et_resolve(run.host, run.port, &run.addr, err, sizeof err) != 0)
-        cb_die(CB_EXIT_CANNOT_RUN, "%s", err);
-    if (et_iface_of_addr(&run.addr, run.ifname) != 0)
-        cb_die(CB_EXIT_CANNOT_RUN, "%s (%s) is not an address of this machine: run eth-test-receive "
-               "on the machine under test, with the address of the interface to test",
-               run.host, run.addr.text);
+    if (!cfg->host == !cfg->iface)
+        cb_usage_error("give exactly one of -H HOST and -I IFACE: the address or interface under test");
+    if ((long)cfg->port + cfg->streams - 1 > 65535)
+        cb_usage_error("--port %d with %d streams runs past port 65535", cfg->port, cfg->streams);
+    if (cfg->threads > cfg->streams)
+        cfg->threads = cfg->streams;
 }
 
-static void open_sockets(void)
+static void find_address(recv_run *run)
 {
-    run.fd = calloc((size_t)run.streams, sizeof *run.fd);
-    for (int j = 0; j < run.streams; j++) {
-        et_addr a = run.addr;
-        et_addr_set_port(&a, (uint16_t)(run.port + j));
+    const recv_cfg *cfg = &run->cfg;
+    char err[256];
+    if (cfg->iface) {
+        if (if_nametoindex(cfg->iface) == 0)
+            cb_die(CB_EXIT_CANNOT_RUN, "no interface '%s' on this machine", cfg->iface);
+        if (et_addr_of_iface(cfg->iface, &run->addr) != 0)
+            cb_die(CB_EXIT_CANNOT_RUN, "interface '%s' has no IP address", cfg->iface);
+        snprintf(run->ifname, sizeof run->ifname, "%s", cfg->iface);
+        return;
+    }
+    if (et_resolve(cfg->host, (uint16_t)cfg->port, &run->addr, err, sizeof err) != 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "%s", err);
+    if (et_iface_of_addr(&run->addr, run->ifname) != 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "%s (%s) is not an address of this machine: run eth-test-receive "
+               "on the machine under test, with the address of the interface to test",
+               cfg->host, run->addr.text);
+}
+
+static void open_sockets(recv_run *run)
+{
+    const recv_cfg *cfg = &run->cfg;
+    run->fd = calloc((size_t)cfg->streams, sizeof *run->fd);
+    if (!run->fd)
+        cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+    for (int j = 0; j < cfg->streams; j++) {
+        et_addr a = run->addr;
+        et_addr_set_port(&a, (uint16_t)(cfg->port + j));
         int fd = socket(a.ss.ss_family, SOCK_DGRAM, 0);
         if (fd < 0)
             cb_die(CB_EXIT_CANNOT_RUN, "socket: %s", strerror(errno));
-        run.granted = et_set_sockbuf(fd, 1, run.rcvbuf, &run.forced);
+        run->granted = et_set_sockbuf(fd, 1, (long)cfg->rcvbuf, &run->forced);
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
         setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
-        if (run.busy_poll_us > 0 &&
-            setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &run.busy_poll_us, sizeof run.busy_poll_us) != 0 &&
+        if (cfg->busy_poll_us > 0 &&
+            setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &cfg->busy_poll_us, sizeof cfg->busy_poll_us) != 0 &&
             j == 0)
             cb_warn("SO_BUSY_POLL %d us refused (%s): spinning in user space only; raising it above "
-                    "net.core.busy_read needs CAP_NET_ADMIN", run.busy_poll_us, strerror(errno));
+                    "net.core.busy_read needs CAP_NET_ADMIN", cfg->busy_poll_us, strerror(errno));
         if (bind(fd, (struct sockaddr *)&a.ss, a.len) != 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "cannot listen on %s port %u: %s", a.text, run.port + j,
+            cb_die(CB_EXIT_CANNOT_RUN, "cannot listen on %s port %d: %s", a.text, cfg->port + j,
                    strerror(errno));
-        run.fd[j] = fd;
+        run->fd[j] = fd;
     }
+    printf("  socket receive buffer: asked %zu B per socket, granted %ld B%s\n", cfg->rcvbuf,
+           run->granted, run->forced ? " (SO_RCVBUFFORCE)" : "");
+    if (run->granted < (long)cfg->rcvbuf)
+        cb_warn("the kernel granted a receive buffer of %ld B of the %zu B asked: net.core.rmem_max is %ld "
+                "(raise it: sysctl -w net.core.rmem_max=%zu, or run as root to use SO_RCVBUFFORCE)",
+                run->granted, cfg->rcvbuf, et_sysctl_long("net.core.rmem_max"), cfg->rcvbuf);
 }
 
-static void write_ready_file(void)
+static void write_ready_file(const recv_run *run)
 {
+    const char *path = run->cfg.ready_file;
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", run.ready_file);
+    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0)
-        cb_die(CB_EXIT_CANNOT_RUN, "cannot write the ready file %s: %s", run.ready_file, strerror(errno));
-    dprintf(fd, "%s %u %d\n", run.addr.text, run.port, run.streams);
+        cb_die(CB_EXIT_CANNOT_RUN, "cannot write the ready file %s: %s", path, strerror(errno));
+    dprintf(fd, "%s %d %d\n", run->addr.text, run->cfg.port, run->cfg.streams);
     fchmod(fd, 0644);
     close(fd);
-    if (rename(tmp, run.ready_file) != 0) {
+    if (rename(tmp, path) != 0) {
         unlink(tmp);
-        cb_die(CB_EXIT_CANNOT_RUN, "cannot write the ready file %s: %s", run.ready_file, strerror(errno));
+        cb_die(CB_EXIT_CANNOT_RUN, "cannot write the ready file %s: %s", path, strerror(errno));
     }
 }
 
-
-
 /* Per-stream state and the receiver threads' buffers; sockets dealt out round-robin. */
-static void make_receivers(void)
+static void make_receivers(recv_run *run)
 {
-    run.st = calloc((size_t)run.streams, sizeof *run.st);
-    run.sock_drops = calloc((size_t)run.streams, sizeof *run.sock_drops);
-    run.rx = calloc((size_t)run.threads, sizeof *run.rx);
-    if (!run.st || !run.sock_drops || !run.rx)
+    const recv_cfg *cfg = &run->cfg;
+    run->st = calloc((size_t)cfg->streams, sizeof *run->st);
+    run->sock_drops = calloc((size_t)cfg->streams, sizeof *run->sock_drops);
+    run->rx = calloc((size_t)cfg->threads, sizeof *run->rx);
+    if (!run->st || !run->sock_drops || !run->rx)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    for (int j = 0; j < run.streams; j++)
-        if (et_stream_init(&run.st[j], SEQ_WINDOW) != 0)
+    for (int j = 0; j < cfg->streams; j++)
+        if (et_stream_init(&run->st[j], SEQ_WINDOW) != 0)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    for (int t = 0; t < run.threads; t++) {
-        receiver *r = &run.rx[t];
+    for (int t = 0; t < cfg->threads; t++) {
+        receiver *r = &run->rx[t];
+        r->run = run;
         r->index = t;
-        r->cpu = run.ncpus ? run.cpus[t % run.ncpus] : -1;
-        r->sock = calloc((size_t)run.streams, sizeof *r->sock);
-        r->msgs = calloc((size_t)run.batch, sizeof *r->msgs);
-        r->iov = calloc((size_t)run.batch, sizeof *r->iov);
-        r->bufs = aligned_alloc(64, (size_t)SLOT_STRIDE * run.batch);
-        r->ctrl = calloc((size_t)run.batch, CTRL_BYTES);
+        r->cpu = cfg->cpus.n ? cfg->cpus.v[t % cfg->cpus.n] : -1;
+        r->sock = calloc((size_t)cfg->streams, sizeof *r->sock);
+        r->msgs = calloc((size_t)cfg->batch, sizeof *r->msgs);
+        r->iov = calloc((size_t)cfg->batch, sizeof *r->iov);
+        r->bufs = aligned_alloc(64, (size_t)SLOT_STRIDE * cfg->batch);
+        r->ctrl = calloc((size_t)cfg->batch, CTRL_BYTES);
         if (!r->sock || !r->msgs || !r->iov || !r->bufs || !r->ctrl)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-        for (int j = t; j < run.streams; j += run.threads)
+        for (int j = t; j < cfg->streams; j += cfg->threads)
             r->sock[r->nsocks++] = j;
-        for (int i = 0; i < run.batch; i++) {
+        for (int i = 0; i < cfg->batch; i++) {
             r->iov[i].iov_base = r->bufs + (size_t)i * SLOT_STRIDE;
             r->iov[i].iov_len = SLOT_BYTES;
         }
     }
 }
 
-enum outcome { RUNNING, DONE, IDLE, NO_SENDER, FAILED };
+/* The address, the preflight, the sockets and the receivers' state. */
+static void plan(recv_run *run)
+{
+    const recv_cfg *cfg = &run->cfg;
+    cb_iso8601_now(run->started, sizeof run->started);
+    if (cfg->json_path && cb_json_path_ok(cfg->json_path) != 0)
+        cb_die(CB_EXIT_USAGE, "cannot write the JSON result to %s: no such writable directory",
+               cfg->json_path);
+    if (cfg->cpus.n)
+        et_check_cpus(cfg->cpus.v, cfg->cpus.n);
+    find_address(run);
+    printf("eth-test-receive %s: %d streams on %s ports %d-%d (interface %s)\n", CB_VERSION,
+           cfg->streams, run->addr.text, cfg->port, cfg->port + cfg->streams - 1, run->ifname);
+    et_preflight_print(stdout, run->ifname, &run->addr, 0);
+    open_sockets(run);
+    fflush(stdout);
+    make_receivers(run);
+    if (cfg->want_session)
+        atomic_store(&run->session, cfg->want_session);
+}
+
+/* ---- run ------------------------------------------------------------------------------- */
+/* Progress once a second on stderr. */
+static void report_progress(recv_run *run, uint64_t now, uint64_t start, int expect)
+{
+    uint64_t b = 0;
+    for (int t = 0; t < run->cfg.threads; t++)
+        b += atomic_load_explicit(&run->rx[t].progress_bytes, memory_order_relaxed);
+    fprintf(stderr, "[%6.1f s] received %.3f GB, %d of %d streams ended\n", (now - start) / 1e9,
+            b / 1e9, atomic_load(&run->ended_streams), expect);
+}
 
 /* Watches the run until every stream's end record is in (and its packets, or a short
  * linger for stragglers), the sender has gone silent, or no sender came. */
-static enum outcome watch(uint64_t start)
+static enum outcome watch(recv_run *run, uint64_t start)
 {
+    const recv_cfg *cfg = &run->cfg;
     enum outcome how = RUNNING;
     uint64_t next_report = 0;
     while (how == RUNNING) {
         cb_sleep_until_ns(cb_now_ns() + 10000000);
         uint64_t now = cb_now_ns();
-        for (int t = 0; t < run.threads; t++)
-            if (run.rx[t].error[0])
+        for (int t = 0; t < cfg->threads; t++)
+            if (run->rx[t].error[0])
                 return FAILED;
-        uint64_t last = atomic_load(&last_packet_ns);
-        if (!atomic_load(&session) || !last) {
-            if (now - start > (uint64_t)(run.timeout_s * 1e9))
+        uint64_t last = atomic_load(&run->last_packet_ns);
+        if (!atomic_load(&run->session) || !last) {
+            if (now - start > (uint64_t)(cfg->timeout_s * 1e9))
                 how = NO_SENDER;
             continue;
         }
-        int expect = (int)atomic_load(&session_nstreams);
-        if (expect > run.streams)
-            expect = run.streams;
+        int expect = (int)atomic_load(&run->session_nstreams);
+        if (expect > cfg->streams)
+            expect = cfg->streams;
         uint64_t silent = now > last ? now - last : 0; /* a thread's clock read may be newer */
-        if (atomic_load(&ended_streams) >= expect &&
-            (atomic_load(&complete_streams) >= expect || silent > (uint64_t)(run.linger_s * 1e9)))
+        if (atomic_load(&run->ended_streams) >= expect &&
+            (atomic_load(&run->complete_streams) >= expect || silent > (uint64_t)(LINGER_S * 1e9)))
             how = DONE;
-        else if (silent > (uint64_t)(run.idle_s * 1e9))
+        else if (silent > (uint64_t)(cfg->idle_s * 1e9))
             how = IDLE;
-        if (run.quiet || how != RUNNING)
+        if (cfg->quiet || how != RUNNING)
             continue;
         if (!next_report)
             next_report = now + 1000000000;
         if (now >= next_report) {
             next_report += 1000000000;
-            uint64_t b = 0;
-            for (int t = 0; t < run.threads; t++)
-                b += atomic_load_explicit(&run.rx[t].progress_bytes, memory_order_relaxed);
-            fprintf(stderr, "[%6.1f s] received %.3f GB, %d of %d streams ended\n", (now - start) / 1e9,
-                    b / 1e9, atomic_load(&ended_streams), expect);
+            report_progress(run, now, start, expect);
         }
     }
     return how;
 }
 
-/* ---- results -------------------------------------------------------------------------- */
-typedef struct totals {
-    uint64_t session;
-    int nstreams, counted, missing_streams, exact, passed;
-    uint64_t sent, received, lost, dups, reord, stale, corrupt, beyond, bytes, conflicts, send_ns, drops;
-    uint64_t datagrams, malformed, by_reason[ET_NPARSE], truncated, foreign, misdirected, inconsistent;
-    double rx_s, arrival_s, send_s, total_speed, sender_speed, loss_pct;
-} totals;
-
-static void sum_up(totals *T)
+/* Starts the receiver threads, says it listens, watches, stops and joins them; the
+ * kernel's drop counters before and after. */
+static void run_receivers(recv_run *run)
 {
-    memset(T, 0, sizeof *T);
-    T->session = atomic_load(&session);
-    T->nstreams = (int)atomic_load(&session_nstreams);
-    T->counted = T->nstreams < run.streams ? T->nstreams : run.streams;
-    T->missing_streams = T->nstreams > run.streams ? T->nstreams - run.streams : 0;
-    T->exact = 1;
-    for (int j = 0; j < run.streams; j++)
-        T->drops += atomic_load(&run.sock_drops[j]);
+    const recv_cfg *cfg = &run->cfg;
+    et_counters_read(&run->before, run->ifname);
+    uint64_t start = cb_now_ns();
+    for (int t = 0; t < cfg->threads; t++)
+        if (pthread_create(&run->rx[t].th, NULL, receiver_main, &run->rx[t]) != 0)
+            cb_die(CB_EXIT_CANNOT_RUN, "cannot start receiver thread %d", t);
+    if (cfg->ready_file)
+        write_ready_file(run);
+    if (!cfg->quiet)
+        fprintf(stderr, "eth-test-receive: listening; waiting up to %g s for eth-test-send -H %s\n",
+                cfg->timeout_s, run->addr.text);
+    run->how = watch(run, start);
+    atomic_store(&run->stop, 1);
+    for (int t = 0; t < cfg->threads; t++)
+        pthread_join(run->rx[t].th, NULL);
+    et_counters_read(&run->after, run->ifname);
+    for (int t = 0; t < cfg->threads; t++)
+        if (run->rx[t].error[0])
+            cb_die(CB_EXIT_CANNOT_RUN, "%s", run->rx[t].error);
+}
+
+/* ---- collect ------------------------------------------------------------------------------ */
+/* The per-stream accounting, summed. */
+static void sum_streams(recv_run *run, totals *T)
+{
+    for (int j = 0; j < run->cfg.streams; j++)
+        T->drops += atomic_load(&run->sock_drops[j]);
     for (int j = 0; j < T->counted; j++) {
-        et_stream *st = &run.st[j];
+        et_stream *st = &run->st[j];
         et_loss l = et_stream_loss(st);
         T->sent += l.expected;
         T->received += l.received;
@@ -543,10 +614,15 @@ static void sum_up(totals *T)
         if (st->ended && st->send_ns)
             T->sender_speed += cb_gbits((double)st->unique_bytes, st->send_ns / 1e9);
     }
+}
+
+/* The receiver threads' classification counts and clocks, summed; the total speed. */
+static void sum_receivers(recv_run *run, totals *T)
+{
     uint64_t first_ns = UINT64_MAX, last_ns = 0, first_len = 0;
     int64_t first_ts = INT64_MAX, last_ts = INT64_MIN;
-    for (int t = 0; t < run.threads; t++) {
-        receiver *r = &run.rx[t];
+    for (int t = 0; t < run->cfg.threads; t++) {
+        receiver *r = &run->rx[t];
         T->datagrams += r->datagrams;
         for (int k = 0; k < ET_NPARSE; k++) {
             T->by_reason[k] += r->malformed[k];
@@ -569,36 +645,66 @@ static void sum_up(totals *T)
             last_ts = r->last_ts;
     }
     T->rx_s = last_ns > first_ns ? (last_ns - first_ns) / 1e9 : 0;
-    T->send_s = T->send_ns / 1e9;
     /* Total speed: the bytes after the first packet over the time from the first packet
      * to the last, by the kernel's receive timestamps (so this program's own scheduling
      * delays do not count). Batches arrive as bursts, so this overstates by about one
      * batch in the run's number of batches: 0.01% for the compliance load. */
     T->arrival_s = last_ts > first_ts ? (last_ts - first_ts) / 1e9 : 0;
     T->total_speed = cb_gbits((double)(T->bytes - first_len), T->arrival_s);
-    T->loss_pct = T->sent ? 100.0 * (double)T->lost / (double)T->sent : 0;
-    T->passed = T->exact && !T->corrupt && !T->conflicts && !T->missing_streams && T->session &&
-                et_speed_meets(T->total_speed, run.threshold) && T->loss_pct <= run.max_loss;
 }
 
-static void print_report(const totals *T, enum outcome how)
+/* The totals and the verdict; exits 3 when no sender came. */
+static void collect(recv_run *run)
 {
-    printf("Session %#llx: %d streams, %s\n", (unsigned long long)T->session, T->nstreams,
-           how == DONE ? "every stream's end record received" : "the sender went silent without end records");
+    const recv_cfg *cfg = &run->cfg;
+    totals *T = &run->T;
+    memset(T, 0, sizeof *T);
+    T->session = atomic_load(&run->session);
+    T->nstreams = (int)atomic_load(&run->session_nstreams);
+    T->counted = T->nstreams < cfg->streams ? T->nstreams : cfg->streams;
+    T->missing_streams = T->nstreams > cfg->streams ? T->nstreams - cfg->streams : 0;
+    T->exact = 1;
+    sum_streams(run, T);
+    sum_receivers(run, T);
+    T->send_s = T->send_ns / 1e9;
+    T->loss_pct = T->sent ? 100.0 * (double)T->lost / (double)T->sent : 0;
+    T->passed = T->exact && !T->corrupt && !T->conflicts && !T->missing_streams && T->session &&
+                et_speed_meets(T->total_speed, cfg->threshold) && T->loss_pct <= cfg->max_loss;
+    if (run->how == NO_SENDER)
+        cb_die(CB_EXIT_CANNOT_RUN, "no data from a sender in %g s on %s ports %d-%d (%llu other datagrams "
+               "ignored): is eth-test-send -H %s running, and can it reach this machine?",
+               cfg->timeout_s, run->addr.text, cfg->port, cfg->port + cfg->streams - 1,
+               (unsigned long long)T->datagrams, run->addr.text);
+}
+
+/* ---- emit -------------------------------------------------------------------------------- */
+/* Per stream: sent, received, lost, duplicated, reordered, corrupt, dropped. */
+static void print_streams(const recv_run *run)
+{
+    const totals *T = &run->T;
     printf("%6s %6s %10s %10s %9s %9s %9s %8s %8s\n", "stream", "port", "sent", "received", "lost",
            "dup", "reorder", "corrupt", "dropped");
     for (int j = 0; j < T->counted; j++) {
-        et_stream *st = &run.st[j];
+        const et_stream *st = &run->st[j];
         et_loss l = et_stream_loss(st);
-        printf("%6d %6u %10llu%s %10llu %9llu %9llu %9llu %8llu %8u\n", j, run.port + j,
+        printf("%6d %6d %10llu%s %10llu %9llu %9llu %9llu %8llu %8u\n", j, run->cfg.port + j,
                (unsigned long long)l.expected, l.exact ? " " : "?", (unsigned long long)l.received,
                (unsigned long long)l.lost, (unsigned long long)st->duplicates,
                (unsigned long long)st->reordered, (unsigned long long)st->corrupt,
-               atomic_load(&run.sock_drops[j]));
+               atomic_load(&run->sock_drops[j]));
     }
     if (!T->exact)
         printf("  ? no end record: sent is unknown, counted up to the highest packet number received; "
                "the loss shown is a lower bound\n");
+}
+
+static void print_report(const recv_run *run)
+{
+    const totals *T = &run->T;
+    printf("Session %#llx: %d streams, %s\n", (unsigned long long)T->session, T->nstreams,
+           run->how == DONE ? "every stream's end record received"
+                            : "the sender went silent without end records");
+    print_streams(run);
     printf("Packets: %llu sent, %llu received, %llu lost (%.3f%%), %llu duplicated, %llu reordered",
            (unsigned long long)T->sent, (unsigned long long)T->received, (unsigned long long)T->lost,
            T->loss_pct, (unsigned long long)T->dups, (unsigned long long)T->reord);
@@ -625,7 +731,7 @@ static void print_report(const totals *T, enum outcome how)
     printf("\n");
     if (T->missing_streams)
         printf("NOT COUNTED: the sender sends %d streams, this receiver listens to %d (--streams)\n",
-               T->nstreams, run.streams);
+               T->nstreams, run->cfg.streams);
     if (T->corrupt)
         printf("CORRUPT DATA: %llu packets carried a payload other than the one sent\n",
                (unsigned long long)T->corrupt);
@@ -646,16 +752,21 @@ static void diagnose_line(int *any, const char *fmt, ...)
     *any = 1;
 }
 
+/* ---- diagnose ----------------------------------------------------------------------------- */
 /* Which limit the loss came from, from the kernel's own counters. */
-static void diagnose(const totals *T, const et_counters *before, const et_counters *after)
+static void diagnose(const recv_run *run)
 {
+    const totals *T = &run->T;
+    const et_counters *before = &run->before, *after = &run->after;
+    const char *ifname = run->ifname;
+    double threshold = run->cfg.threshold;
     int any = 0;
     printf("Diagnosis:\n");
     if (T->drops)
         diagnose_line(&any, "LIMIT: socket receive buffers overflowed: %llu datagrams dropped at the sockets "
                       "(the receiver did not drain them in time; buffer %ld B per socket%s)",
-                      (unsigned long long)T->drops, run.granted,
-                      run.granted < run.rcvbuf ? ", capped by net.core.rmem_max" : "");
+                      (unsigned long long)T->drops, run->granted,
+                      run->granted < (long)run->cfg.rcvbuf ? ", capped by net.core.rmem_max" : "");
     if (after->udp_mem_errors > before->udp_mem_errors)
         diagnose_line(&any, "LIMIT: net.ipv4.udp_mem: UDP ran out of memory %llu times",
                       (unsigned long long)(after->udp_mem_errors - before->udp_mem_errors));
@@ -665,8 +776,8 @@ static void diagnose(const totals *T, const et_counters *before, const et_counte
                       (unsigned long long)(after->softnet_dropped - before->softnet_dropped));
     if (after->have_dev && after->dev_rx_dropped > before->dev_rx_dropped)
         diagnose_line(&any, "LIMIT: interface %s dropped %llu received packets (NIC ring or driver; "
-                      "ethtool -G %s rx ...)", run.ifname,
-                      (unsigned long long)(after->dev_rx_dropped - before->dev_rx_dropped), run.ifname);
+                      "ethtool -G %s rx ...)", ifname,
+                      (unsigned long long)(after->dev_rx_dropped - before->dev_rx_dropped), ifname);
     if (after->ip_reasm_fails > before->ip_reasm_fails)
         diagnose_line(&any, "LIMIT: IP reassembly failed %llu times: datagrams larger than the MTU",
                       (unsigned long long)(after->ip_reasm_fails - before->ip_reasm_fails));
@@ -676,156 +787,132 @@ static void diagnose(const totals *T, const et_counters *before, const et_counte
     if (!T->exact)
         diagnose_line(&any, "the sender stopped without end-of-stream records (killed?): the result "
                       "is incomplete");
-    if (T->exact && !T->lost && !et_speed_meets(T->total_speed, run.threshold))
+    if (T->exact && !T->lost && !et_speed_meets(T->total_speed, threshold))
         diagnose_line(&any, "no loss, but the data came at less than %.2f Gbit/s (the sender's own "
-                      "figure: %.2f Gbit/s): the sender is the limit", run.threshold, T->sender_speed);
+                      "figure: %.2f Gbit/s): the sender is the limit", threshold, T->sender_speed);
     if (!any)
         diagnose_line(&any, "no limit hit");
 }
 
-static int write_json(const totals *T, const char *started)
+/* ---- emit: the JSON document ----------------------------------------------------------------- */
+static void doc_config(cb_json *j, const void *ctx)
 {
+    const recv_run *run = ctx;
+    const recv_cfg *cfg = &run->cfg;
     char sid[32];
-    snprintf(sid, sizeof sid, "%#llx", (unsigned long long)T->session);
-    cb_json j;
-    cbj_init(&j);
-    cbj_doc_begin(&j, "eth-test-receive", ET_TEST_VERSION, started);
-    cbj_num(&j, "duration_s", T->arrival_s);
-    cbj_obj_begin(&j, "config");
-    cbj_str(&j, "address", run.addr.text);
-    cbj_str(&j, "interface", run.ifname);
-    cbj_int(&j, "mtu", et_iface_mtu(run.ifname));
-    cbj_int(&j, "port", run.port);
-    cbj_int(&j, "streams", run.streams);
-    cbj_int(&j, "threads", run.threads);
-    cbj_int(&j, "batch", run.batch);
-    cbj_int(&j, "rcvbuf_asked", run.rcvbuf);
-    cbj_int(&j, "rcvbuf_granted", run.granted);
-    cbj_int(&j, "busy_poll_us", run.busy_poll_us);
-    cbj_int(&j, "rt_priority", run.rt_priority);
-    cbj_str(&j, "session", sid);
-    cbj_int(&j, "sender_streams", T->nstreams);
-    cbj_obj_end(&j);
-    cbj_obj_begin(&j, "metrics");
-    cbj_metric(&j, "total_speed", T->total_speed, "Gbit/s");
-    cbj_metric(&j, "total_speed_bytes", T->total_speed * 1e9 / 8, "B/s");
-    cbj_metric(&j, "average_loss", T->loss_pct, "%");
-    cbj_metric(&j, "sender_clock_speed", T->sender_speed, "Gbit/s");
-    cbj_metric(&j, "sent_packets", (double)T->sent, "packets");
-    cbj_metric(&j, "received_packets", (double)T->received, "packets");
-    cbj_metric(&j, "lost_packets", (double)T->lost, "packets");
-    cbj_metric(&j, "duplicate_packets", (double)T->dups, "packets");
-    cbj_metric(&j, "reordered_packets", (double)T->reord, "packets");
-    cbj_metric(&j, "stale_packets", (double)T->stale, "packets");
-    cbj_metric(&j, "malformed_datagrams", (double)T->malformed, "datagrams");
-    cbj_metric(&j, "foreign_datagrams", (double)T->foreign, "datagrams");
-    cbj_metric(&j, "misdirected_datagrams", (double)T->misdirected, "datagrams");
-    cbj_metric(&j, "verification_errors", (double)T->corrupt, "errors");
-    cbj_metric(&j, "socket_drops", (double)T->drops, "datagrams");
-    cbj_metric(&j, "sender_time", T->send_s, "s");
-    cbj_obj_end(&j);
-    cbj_bool(&j, "complete", T->exact);
-    cbj_arr_begin(&j, "streams");
+    snprintf(sid, sizeof sid, "%#llx", (unsigned long long)run->T.session);
+    cbj_str(j, "address", run->addr.text);
+    cbj_str(j, "interface", run->ifname);
+    cbj_int(j, "mtu", et_iface_mtu(run->ifname));
+    cbj_int(j, "port", cfg->port);
+    cbj_int(j, "streams", cfg->streams);
+    cbj_int(j, "threads", cfg->threads);
+    cbj_int(j, "batch", cfg->batch);
+    cbj_int(j, "rcvbuf_asked", (long long)cfg->rcvbuf);
+    cbj_int(j, "rcvbuf_granted", run->granted);
+    cbj_int(j, "busy_poll_us", cfg->busy_poll_us);
+    cbj_int(j, "rt_priority", cfg->rt_priority);
+    cbj_str(j, "session", sid);
+    cbj_int(j, "sender_streams", run->T.nstreams);
+}
+
+static void doc_metrics(cb_json *j, const void *ctx)
+{
+    const recv_run *run = ctx;
+    const totals *T = &run->T;
+    cbj_metric(j, "total_speed", T->total_speed, "Gbit/s");
+    cbj_metric(j, "total_speed_bytes", T->total_speed * 1e9 / 8, "B/s");
+    cbj_metric(j, "average_loss", T->loss_pct, "%");
+    cbj_metric(j, "sender_clock_speed", T->sender_speed, "Gbit/s");
+    cbj_metric(j, "sent_packets", (double)T->sent, "packets");
+    cbj_metric(j, "received_packets", (double)T->received, "packets");
+    cbj_metric(j, "lost_packets", (double)T->lost, "packets");
+    cbj_metric(j, "duplicate_packets", (double)T->dups, "packets");
+    cbj_metric(j, "reordered_packets", (double)T->reord, "packets");
+    cbj_metric(j, "stale_packets", (double)T->stale, "packets");
+    cbj_metric(j, "malformed_datagrams", (double)T->malformed, "datagrams");
+    cbj_metric(j, "foreign_datagrams", (double)T->foreign, "datagrams");
+    cbj_metric(j, "misdirected_datagrams", (double)T->misdirected, "datagrams");
+    cbj_metric(j, "verification_errors", (double)T->corrupt, "errors");
+    cbj_metric(j, "socket_drops", (double)T->drops, "datagrams");
+    cbj_metric(j, "sender_time", T->send_s, "s");
+}
+
+/* The document's own top-level keys: complete, streams[], malformed{}. */
+static void doc_extra(cb_json *j, const void *ctx)
+{
+    const recv_run *run = ctx;
+    const totals *T = &run->T;
+    cbj_bool(j, "complete", T->exact);
+    cbj_arr_begin(j, "streams");
     for (int s = 0; s < T->counted; s++) {
-        et_stream *st = &run.st[s];
+        const et_stream *st = &run->st[s];
         et_loss l = et_stream_loss(st);
-        cbj_obj_begin(&j, NULL);
-        cbj_int(&j, "stream", s);
-        cbj_int(&j, "port", run.port + s);
-        cbj_int(&j, "sent", (long long)l.expected);
-        cbj_bool(&j, "sent_known", l.exact);
-        cbj_int(&j, "received", (long long)l.received);
-        cbj_int(&j, "lost", (long long)l.lost);
-        cbj_int(&j, "duplicated", (long long)st->duplicates);
-        cbj_int(&j, "reordered", (long long)st->reordered);
-        cbj_int(&j, "stale", (long long)st->stale);
-        cbj_int(&j, "beyond_sent", (long long)l.beyond);
-        cbj_int(&j, "corrupt", (long long)st->corrupt);
-        cbj_int(&j, "end_records", (long long)st->end_records);
-        cbj_int(&j, "socket_drops", atomic_load(&run.sock_drops[s]));
-        cbj_obj_end(&j);
+        cbj_obj_begin(j, NULL);
+        cbj_int(j, "stream", s);
+        cbj_int(j, "port", run->cfg.port + s);
+        cbj_int(j, "sent", (long long)l.expected);
+        cbj_bool(j, "sent_known", l.exact);
+        cbj_int(j, "received", (long long)l.received);
+        cbj_int(j, "lost", (long long)l.lost);
+        cbj_int(j, "duplicated", (long long)st->duplicates);
+        cbj_int(j, "reordered", (long long)st->reordered);
+        cbj_int(j, "stale", (long long)st->stale);
+        cbj_int(j, "beyond_sent", (long long)l.beyond);
+        cbj_int(j, "corrupt", (long long)st->corrupt);
+        cbj_int(j, "end_records", (long long)st->end_records);
+        cbj_int(j, "socket_drops", atomic_load(&run->sock_drops[s]));
+        cbj_obj_end(j);
     }
-    cbj_arr_end(&j);
-    cbj_obj_begin(&j, "malformed");
+    cbj_arr_end(j);
+    cbj_obj_begin(j, "malformed");
     for (int k = 1; k < ET_NPARSE; k++)
         if (k != ET_BAD_PAYLOAD)
-            cbj_int(&j, et_parse_names[k], (long long)T->by_reason[k]);
-    cbj_int(&j, "truncated", (long long)T->truncated);
-    cbj_obj_end(&j);
-    cbj_obj_begin(&j, "compliance");
-    cbj_num(&j, "threshold", run.threshold);
-    cbj_num(&j, "max_loss", run.max_loss);
-    cbj_bool(&j, "passed", T->passed);
-    cbj_obj_end(&j);
-    cbj_obj_end(&j);
-    int rc = cb_json_write(&j, run.json_path);
-    cbj_free(&j);
+            cbj_int(j, et_parse_names[k], (long long)T->by_reason[k]);
+    cbj_int(j, "truncated", (long long)T->truncated);
+    cbj_obj_end(j);
+}
+
+static void doc_compliance(cb_json *j, const void *ctx)
+{
+    const recv_run *run = ctx;
+    cbj_num(j, "max_loss", run->cfg.max_loss);
+}
+
+/* The report, the diagnosis, the JSON document and the results block; returns the exit
+ * status. */
+static int emit(const recv_run *run)
+{
+    const recv_cfg *cfg = &run->cfg;
+    const totals *T = &run->T;
+    print_report(run);
+    diagnose(run);
+    int rc = T->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+    if (cfg->json_path) {
+        cb_envelope env = {.test = "eth-test-receive", .test_version = ET_TEST_VERSION,
+                           .started = run->started, .duration_s = T->arrival_s,
+                           .threshold = cfg->threshold, .passed = T->passed};
+        cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_extra,
+                              .compliance = doc_compliance};
+        if (cb_doc_write(cfg->json_path, &env, &parts, run) != 0)
+            rc = CB_EXIT_CANNOT_RUN;
+    }
+    cb_results_begin(stdout, ET_TEST_VERSION);
+    cb_results_line(stdout, "Total speed", "%.2f Gbit/s", T->total_speed);
+    cb_results_line(stdout, "Average loss", "%.3f%%%s", T->loss_pct,
+                    T->exact ? "" : " (at least; incomplete)");
+    fflush(stdout);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    static recv_run run;
     cb_prog = "eth-test-receive";
-    parse_args(argc, argv);
-    char started[32];
-    cb_iso8601_now(started, sizeof started);
-    if (run.json_path && cb_json_path_ok(run.json_path) != 0)
-        cb_die(CB_EXIT_USAGE, "cannot write the JSON result to %s: no such writable directory",
-               run.json_path);
-    if (run.ncpus)
-        et_check_cpus(run.cpus, run.ncpus);
-    find_address();
-    printf("eth-test-receive %s: %d streams on %s ports %u-%u (interface %s)\n", CB_VERSION,
-           run.streams, run.addr.text, run.port, run.port + run.streams - 1, run.ifname);
-    et_preflight_print(stdout, run.ifname, &run.addr, 0);
-    open_sockets();
-    printf("  socket receive buffer: asked %ld B per socket, granted %ld B%s\n", run.rcvbuf,
-           run.granted, run.forced ? " (SO_RCVBUFFORCE)" : "");
-    if (run.granted < run.rcvbuf)
-        cb_warn("the kernel granted a receive buffer of %ld B of the %ld B asked: net.core.rmem_max is %ld "
-                "(raise it: sysctl -w net.core.rmem_max=%ld, or run as root to use SO_RCVBUFFORCE)",
-                run.granted, run.rcvbuf, et_sysctl_long("net.core.rmem_max"), run.rcvbuf);
-    fflush(stdout);
-    make_receivers();
-    if (run.want_session)
-        atomic_store(&session, run.want_session);
-
-    et_counters before, after;
-    et_counters_read(&before, run.ifname);
-    uint64_t start = cb_now_ns();
-    for (int t = 0; t < run.threads; t++)
-        if (pthread_create(&run.rx[t].th, NULL, receiver_main, &run.rx[t]) != 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "cannot start receiver thread %d", t);
-    if (run.ready_file)
-        write_ready_file();
-    if (!run.quiet)
-        fprintf(stderr, "eth-test-receive: listening; waiting up to %g s for eth-test-send -H %s\n",
-                run.timeout_s, run.addr.text);
-    enum outcome how = watch(start);
-    atomic_store(&stop, 1);
-    for (int t = 0; t < run.threads; t++)
-        pthread_join(run.rx[t].th, NULL);
-    et_counters_read(&after, run.ifname);
-
-    for (int t = 0; t < run.threads; t++)
-        if (run.rx[t].error[0])
-            cb_die(CB_EXIT_CANNOT_RUN, "%s", run.rx[t].error);
-    totals T;
-    sum_up(&T);
-    if (how == NO_SENDER)
-        cb_die(CB_EXIT_CANNOT_RUN, "no data from a sender in %g s on %s ports %u-%u (%llu other datagrams "
-               "ignored): is eth-test-send -H %s running, and can it reach this machine?",
-               run.timeout_s, run.addr.text, run.port, run.port + run.streams - 1,
-               (unsigned long long)T.datagrams, run.addr.text);
-
-    print_report(&T, how);
-    diagnose(&T, &before, &after);
-    int rc = T.passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
-    if (run.json_path && write_json(&T, started) != 0)
-        rc = CB_EXIT_CANNOT_RUN;
-    cb_results_begin(stdout, ET_TEST_VERSION);
-    cb_results_line(stdout, "Total speed", "%.2f Gbit/s", T.total_speed);
-    cb_results_line(stdout, "Average loss", "%.3f%%%s", T.loss_pct, T.exact ? "" : " (at least; incomplete)");
-    fflush(stdout);
-    return rc;
+    cb_opts_parse(&cmd, &run.cfg, argc, argv);
+    check_options(&run.cfg);
+    plan(&run);
+    run_receivers(&run);
+    collect(&run);
+    return emit(&run);
 }

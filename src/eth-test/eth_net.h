@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 
 #define ET_DEFAULT_PORT 47000
+#define ET_STR_(x) #x
+#define ET_STR(x) ET_STR_(x) /* ET_STR(ET_DEFAULT_PORT): "47000" */
 
 typedef struct et_addr {
     struct sockaddr_storage ss;
@@ -20,7 +22,6 @@ typedef struct et_addr {
 /* host (name or numeric) to an address with the given port; 0, or -1 with err set. */
 int et_resolve(const char *host, uint16_t port, et_addr *a, char *err, size_t errlen);
 void et_addr_set_port(et_addr *a, uint16_t port);
-uint16_t et_addr_port(const et_addr *a);
 /* IPv4 + UDP or IPv6 + UDP header bytes for this address family. */
 int et_ip_udp_overhead(const et_addr *a);
 
@@ -38,8 +39,9 @@ int et_iface_mtu(const char *ifname);
 void et_place_thread(int cpu, int rt_priority, int warn);
 /* Exits 3 naming the first of cpus[] this process may not run on (--cpu). */
 void et_check_cpus(const int *cpus, int n);
-/* --session: a number from 1 to 2^64-1 (decimal, 0x hex); exits 2 otherwise. */
-uint64_t et_opt_session(const char *arg);
+/* --session (a cb_opt CB_OPT_CUSTOM parser): a number from 1 to 2^64-1 (decimal, 0x
+ * hex) into the uint64_t at dest; exits 2 otherwise. */
+void et_opt_session(const char *opt, const char *arg, void *dest);
 
 /* Socket buffer of size `asked` (SO_RCVBUF or SO_SNDBUF); as root the *FORCE variant,
  * which is not capped by net.core.[rw]mem_max. Returns the bytes granted (what the
@@ -47,16 +49,6 @@ uint64_t et_opt_session(const char *arg);
 long et_set_sockbuf(int fd, int rcv, long asked, int *forced);
 
 /* ---- preflight: the compliance document's tips ------------------------------- */
-typedef struct et_sysctl {
-    const char *name;      /* net.core.rmem_max */
-    const char *tip;       /* the document's value */
-    char value[64];        /* what this namespace says; "" when not visible */
-} et_sysctl;
-#define ET_NSYSCTL 6
-void et_sysctls_read(et_sysctl s[ET_NSYSCTL]);
-/* 1 if the value is below the tip (numbers compared field by field), 0 if not,
- * -1 if unknown. */
-int et_sysctl_below_tip(const et_sysctl *s);
 long et_sysctl_long(const char *name); /* -1 if unreadable */
 
 /* Prints the preflight: interface and MTU (jumbo frames on or off), whether a datagram

@@ -177,12 +177,6 @@ int et_stream_init(et_stream *s, uint64_t window)
     return s->bits ? 0 : -1;
 }
 
-void et_stream_free(et_stream *s)
-{
-    free(s->bits);
-    s->bits = NULL;
-}
-
 static int test_bit(const et_stream *s, uint64_t seq)
 {
     uint64_t i = seq & (s->window - 1);

@@ -96,9 +96,9 @@ typedef struct et_stream {
     uint64_t sent, send_ns, end_records, end_conflicts;
 } et_stream;
 
-/* 0, or -1 when out of memory. window is rounded up to a power of two >= 64. */
+/* 0, or -1 when out of memory. window is rounded up to a power of two >= 64. (The
+ * receiver keeps its streams to the end; the tests free them: tests/c/test_eth.h.) */
 int et_stream_init(et_stream *s, uint64_t window);
-void et_stream_free(et_stream *s);
 et_seq_result et_stream_data(et_stream *s, uint64_t seq, uint32_t bytes);
 /* An end record: the first sets sent/send_ns; a later one that disagrees is a conflict. */
 void et_stream_end(et_stream *s, uint64_t sent, uint64_t send_ns);

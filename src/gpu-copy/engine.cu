@@ -127,14 +127,14 @@ static int setup(state *st)
 {
     gc_worker *w = st->w;
     const gc_layout *l = &w->layout;
-    w->bound_cpu = gc_hw_bind_cpus(w->hw, w->cpus) == 0;
+    w->bound_cpu = cb_bind_thread_to_cpulist(w->topo, w->cpus) == 0;
     /* The context is created by the thread that is already near the GPU. */
     if (failed(st, cudaSetDevice(w->device), "cudaSetDevice") || failed(st, cudaFree(0), "creating the context"))
         return -1;
     if (failed(st, cudaMalloc((void **)&st->dev, l->dev_bytes), "allocating the device buffer") ||
         failed(st, cudaMalloc((void **)&st->counters, 2 * sizeof(unsigned long long)), "cudaMalloc"))
         return -1;
-    st->host = (uint64_t *)gc_hw_alloc_nodes(w->hw, w->nodes, l->host_bytes, &st->host_bound);
+    st->host = (uint64_t *)cb_alloc_on_nodelist(w->topo, w->nodes, l->host_bytes, &st->host_bound);
     w->bound_mem = st->host_bound;
     if (!st->host) {
         snprintf(w->error, sizeof w->error, "GPU %d (%s): cannot allocate %zu MiB of host memory",
@@ -144,7 +144,7 @@ static int setup(state *st)
     /* Pin the node-local pages (page-locked memory is what DMA can reach at full speed). */
     if (failed(st, cudaHostRegister(st->host, l->host_bytes, cudaHostRegisterDefault),
                "pinning the host buffer (cudaHostRegister)")) {
-        gc_hw_free_mem(w->hw, st->host, l->host_bytes, st->host_bound);
+        cb_free_on_nodelist(w->topo, st->host, l->host_bytes, st->host_bound);
         st->host = NULL;
         return -1;
     }
@@ -184,7 +184,7 @@ static void teardown(state *st)
         cudaEventDestroy(st->start);
     if (st->host) {
         cudaHostUnregister(st->host);
-        gc_hw_free_mem(w->hw, st->host, w->layout.host_bytes, st->host_bound);
+        cb_free_on_nodelist(w->topo, st->host, w->layout.host_bytes, st->host_bound);
     }
     cudaFree(st->dev);
     cudaFree(st->counters);

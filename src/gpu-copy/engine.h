@@ -7,12 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "locality.h"
 #include "plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+struct cb_topo; /* src/common/cb_common.h: the machine's topology with its PCI devices */
 
 typedef struct gc_cuda_dev {
     int index;
@@ -48,7 +49,7 @@ struct gc_worker {
     /* set by the caller */
     int slot, device;
     char busid[32];
-    const gc_hw *hw;
+    const struct cb_topo *topo;
     char cpus[256];           /* where the thread runs: the GPU's CPUs ("" unknown) */
     char nodes[64];           /* where the host buffer lives: the GPU's NUMA node(s) */
     gc_layout layout;

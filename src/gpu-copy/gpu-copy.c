@@ -1,15 +1,16 @@
 /* gpu-copy: PCIe bandwidth between host memory and every NVIDIA GPU, all GPUs at once
  * and each alone, with the topology that explains a bad result (see README and
- * --help). The copies run in engine.cu; the links are read from sysfs (pcie.c), the
- * locality from hwloc (locality.c); this file plans, reports and judges. */
+ * --help). The copies run in engine.cu; the links are read from sysfs and judged by
+ * pcie.c, the locality comes from hwloc (src/common/cb_topo.c); this file plans,
+ * reports and judges, in stages over one run state: plan, run, collect, diagnose, emit.
+ * Exit codes and the JSON document: docs/kernel-contract.md. */
 #define _GNU_SOURCE
 #include "../common/cb_common.h"
+#include "../common/cb_options.h"
 #include "engine.h"
-#include "locality.h"
 #include "pcie.h"
 #include "plan.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,10 +20,12 @@
 
 #define TEST_VERSION "1.0"
 #define MAX_GPUS 64
+#define MAX_PHASES (GC_NKINDS + 2 * MAX_GPUS)
 #define DEVICE_RESERVE (256ull << 20) /* left free on the device for the context (at most) */
 
-static struct {
-    int gpus[MAX_GPUS], ngpus_sel;
+/* ---- options ---------------------------------------------------------------------- */
+typedef struct gc_cfg {
+    cb_intlist gpus;
     uint64_t iterations, alone_iterations;
     unsigned phases;
     double fraction;
@@ -33,36 +36,60 @@ static struct {
     const char *sysfs_root;
     const char *json_path;
     int quiet;
-} opt = {
-    .iterations = 10,
-    .alone_iterations = 3,
-    .phases = (1u << GC_WRITE) | (1u << GC_READ) | (1u << GC_BIDIR),
-    .fraction = 0.90,
-    .streams = 2,
-    .threshold = 180.0,
-    .sysfs_root = "/sys",
+} gc_cfg;
+
+static void parse_phases(const char *opt, const char *arg, void *dest)
+{
+    unsigned mask = gc_parse_phases(arg);
+    if (!mask)
+        cb_usage_error("invalid list '%s' for %s: expected write, read and/or bidir, e.g. write,read", arg, opt);
+    *(unsigned *)dest = mask;
+}
+
+#define SIZE_MAX_OPT ((double)(1ull << 50))
+
+static const cb_opt opts[] = {
+    {.name = "gpus", .letter = 'g', .type = CB_OPT_INTLIST, .off = offsetof(gc_cfg, gpus), .arg = "LIST",
+     .help = "CUDA devices to use, e.g. 0,1 or 0-3 (default all)", .section = "Workload:"},
+    {.name = "iterations", .letter = 'i', .type = CB_OPT_U64, .off = offsetof(gc_cfg, iterations),
+     .min = 1, .max = 100000, .def = "10", .arg = "N", .help = "timed copies of the device buffer per phase"},
+    {.name = "alone-iterations", .type = CB_OPT_U64, .off = offsetof(gc_cfg, alone_iterations),
+     .min = 0, .max = 100000, .def = "3", .arg = "N", .help = "the same for each GPU alone (0: skip)"},
+    {.name = "phases", .type = CB_OPT_CUSTOM, .off = offsetof(gc_cfg, phases), .def = "write,read,bidir",
+     .arg = "LIST", .parse = parse_phases, .help = "all-at-once phases: write,read,bidir (default all)"},
+    {.name = "device-fraction", .letter = 'f', .type = CB_OPT_DOUBLE, .off = offsetof(gc_cfg, fraction),
+     .min = 0.001, .max = 0.99, .def = "0.90", .arg = "F",
+     .help = "device buffer as a fraction of device memory"},
+    {.name = "device-buffer", .type = CB_OPT_SIZE, .off = offsetof(gc_cfg, dev_request), .min = 1,
+     .max = SIZE_MAX_OPT, .arg = "SIZE", .help = "device buffer size instead, e.g. 8G"},
+    {.name = "host-buffer", .type = CB_OPT_SIZE, .off = offsetof(gc_cfg, host_request), .min = 1,
+     .max = SIZE_MAX_OPT, .arg = "SIZE",
+     .help = "pinned host buffer per GPU (default the smaller of the\ndevice buffer and 4G)"},
+    {.name = "chunk", .type = CB_OPT_SIZE, .off = offsetof(gc_cfg, chunk), .min = 1, .max = SIZE_MAX_OPT,
+     .arg = "SIZE", .help = "bytes per cudaMemcpyAsync, a multiple of 4K (default 64M,\nsmaller for small buffers)"},
+    {.name = "streams", .letter = 's', .type = CB_OPT_INT, .off = offsetof(gc_cfg, streams), .min = 1,
+     .max = 16, .def = "2", .arg = "N", .help = "streams per direction"},
+    {.name = "threshold", .letter = 't', .type = CB_OPT_DOUBLE, .off = offsetof(gc_cfg, threshold),
+     .min = 0, .max = 1e6, .def = "180", .arg = "GBITS", .section = "Judgement:",
+     .help = "compliant when the total write and the total read speed\nare both >= GBITS Gbit/s (the "
+             "compliance document's figure\nfor two GPUs on PCIe 3.0 x16)"},
+    {.name = "threshold-per-gpu", .type = CB_OPT_DOUBLE, .off = offsetof(gc_cfg, threshold_per_gpu),
+     .min = 1e-9, .max = 1e6, .arg = "GBITS", .help = "instead: >= GBITS x the number of GPUs"},
+    {.name = "explain-links", .type = CB_OPT_FLAG, .off = offsetof(gc_cfg, explain_only), .section = "Diagnosis:",
+     .help = "only explain each NVIDIA GPU's PCIe links from sysfs: no\nCUDA, no copies (exit 1 if a link is degraded)"},
+    {.name = "sysfs-root", .type = CB_OPT_STRING, .off = offsetof(gc_cfg, sysfs_root), .def = "/sys", .arg = "DIR",
+     .help = "read PCI devices from DIR instead of /sys (a recorded tree\nwith bus/pci/devices/ and devices/)"},
+    {.name = "json", .letter = 'j', .type = CB_OPT_STRING, .off = offsetof(gc_cfg, json_path), .arg = "FILE",
+     .section = "Output:", .help = "write the JSON result document to FILE ('-' = stdout)"},
+    CB_OPT_QUIET_ROW(gc_cfg, quiet),
+    {0},
 };
 
-/* What is known about one GPU: from sysfs, hwloc, CUDA and the run. */
-typedef struct gpu {
-    gc_cuda_dev cuda;           /* run mode */
-    gc_gpu_topo topo;           /* links as read before copying (idle) */
-    gc_gpu_topo loaded;         /* links as read during the copies */
-    int have_topo, have_loaded;
-    gc_place place;
-    const char *place_source;   /* "hwloc", "sysfs" or NULL */
-    gc_layout layout;
-    gc_worker worker;
-    pthread_t th;
-} gpu;
-
-static gpu gpus[MAX_GPUS];
-static int ngpus;
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: gpu-copy [OPTION]...\n"
+static const cb_cmd cmd = {
+    .name = "gpu-copy",
+    .test_version = TEST_VERSION,
+    .opts = opts,
+    .about =
 "Measure the PCIe bandwidth between host memory and every NVIDIA GPU, and explain a\n"
 "bad result by the topology: each GPU's NUMA node and the links between it and its\n"
 "root port, as negotiated versus what both ends support.\n"
@@ -73,36 +100,8 @@ static void usage(FILE *f)
 "Phases, all GPUs at once: write (host to device), read (device to host), bidir (both\n"
 "at once); then each GPU alone (write and read), so that a shared bottleneck shows as\n"
 "the difference. Per-GPU speeds are summed into the totals, as the compliance\n"
-"document does. After the copies every byte they left is checked.\n"
-"\n"
-"Workload:\n"
-"  -g, --gpus=LIST            CUDA devices to use, e.g. 0,1 or 0-3 (default all)\n"
-"  -i, --iterations=N         timed copies of the device buffer per phase (default 10)\n"
-"      --alone-iterations=N   the same for each GPU alone (default 3; 0: skip)\n"
-"      --phases=LIST          all-at-once phases: write,read,bidir (default all)\n"
-"  -f, --device-fraction=F    device buffer as a fraction of device memory\n"
-"                             (default 0.90)\n"
-"      --device-buffer=SIZE   device buffer size instead, e.g. 8G\n"
-"      --host-buffer=SIZE     pinned host buffer per GPU (default the smaller of the\n"
-"                             device buffer and 4G)\n"
-"      --chunk=SIZE           bytes per cudaMemcpyAsync (default 64M)\n"
-"  -s, --streams=N            streams per direction (default 2)\n"
-"Judgement:\n"
-"  -t, --threshold=GBITS      compliant when the total write and the total read speed\n"
-"                             are both >= GBITS Gbit/s (default 180, the compliance\n"
-"                             document's figure for two GPUs on PCIe 3.0 x16)\n"
-"      --threshold-per-gpu=GBITS  instead: >= GBITS x the number of GPUs\n"
-"Diagnosis:\n"
-"      --explain-links        only explain each NVIDIA GPU's PCIe links from sysfs: no\n"
-"                             CUDA, no copies (exit 1 if a link is degraded)\n"
-"      --sysfs-root=DIR       read PCI devices from DIR instead of /sys (a recorded tree\n"
-"                             with bus/pci/devices/ and devices/)\n"
-"Output:\n"
-"  -j, --json=FILE            write the JSON result document to FILE ('-' = stdout)\n"
-"  -q, --quiet                no progress lines on stderr\n"
-"  -h, --help                 this help\n"
-"  -V, --version              version\n"
-"\n"
+"document does. After the copies every byte they left is checked.\n",
+    .more =
 "SIZE: bytes, or with K, M, G, T (binary: 64M = 64 MiB). Speeds in Gbit/s (10^9 bit/s).\n"
 "Theoretical link bandwidth per direction = rate x lanes x line code: Gen1 2.5 GT/s,\n"
 "Gen2 5 GT/s (8b/10b), Gen3 8, Gen4 16, Gen5 32 GT/s (128b/130b), Gen6 64 GT/s (PAM4,\n"
@@ -110,89 +109,81 @@ static void usage(FILE *f)
 "so two GPUs on dedicated PCIe 3.0 x16 links can reach 252 Gbit/s per direction.\n"
 "A link that trained below what the GPU supports (fewer lanes, a lower generation) is\n"
 "named as the likely cause. An idle NVIDIA GPU lowers its link rate to save power: the\n"
-"links are read again while the copies run.\n"
+"links are read again while the copies run. The same link rule judges every PCIe\n"
+"device in cb-pcie-links (and so in cobalt-bench preflight).\n"
 "\n"
 "Exit status: 0 compliant, 1 not compliant or verification failed (--explain-links:\n"
-"a degraded link), 2 usage error, 3 could not run (no NVIDIA GPU or driver).\n");
-}
+"a degraded link), 2 usage error, 3 could not run (no NVIDIA GPU or driver).\n",
+};
 
-static size_t opt_size(const char *name, const char *arg)
+/* Cross-option rules, after the table's own checks. */
+static void check_cfg(gc_cfg *c)
 {
-    size_t v;
-    if (gc_parse_size(arg, &v) != 0 || v == 0)
-        cb_usage_error("invalid value '%s' for %s: expected a size like 4G, 512M or 1048576", arg, name);
-    return v;
-}
-
-static void parse_args(int argc, char **argv)
-{
-    enum { O_ALONE = 256, O_PHASES, O_DEVBUF, O_HOSTBUF, O_CHUNK, O_TPG, O_EXPLAIN, O_SYSFS };
-    static const struct option opts[] = {
-        {"gpus", required_argument, 0, 'g'},
-        {"iterations", required_argument, 0, 'i'},
-        {"alone-iterations", required_argument, 0, O_ALONE},
-        {"phases", required_argument, 0, O_PHASES},
-        {"device-fraction", required_argument, 0, 'f'},
-        {"device-buffer", required_argument, 0, O_DEVBUF},
-        {"host-buffer", required_argument, 0, O_HOSTBUF},
-        {"chunk", required_argument, 0, O_CHUNK},
-        {"streams", required_argument, 0, 's'},
-        {"threshold", required_argument, 0, 't'},
-        {"threshold-per-gpu", required_argument, 0, O_TPG},
-        {"explain-links", no_argument, 0, O_EXPLAIN},
-        {"sysfs-root", required_argument, 0, O_SYSFS},
-        {"json", required_argument, 0, 'j'},
-        {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},
-        {0, 0, 0, 0}};
-    int have_threshold = 0, have_fraction = 0;
-    opterr = 0;
-    for (;;) {
-        int c = getopt_long(argc, argv, ":g:i:f:s:t:j:qhV", opts, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case 'g': opt.ngpus_sel = cb_opt_intlist("--gpus", optarg, opt.gpus, MAX_GPUS); break;
-        case 'i': opt.iterations = (uint64_t)cb_opt_long("--iterations", optarg, 1, 100000); break;
-        case O_ALONE: opt.alone_iterations = (uint64_t)cb_opt_long("--alone-iterations", optarg, 0, 100000); break;
-        case O_PHASES:
-            opt.phases = gc_parse_phases(optarg);
-            if (!opt.phases)
-                cb_usage_error("invalid list '%s' for --phases: expected write, read and/or bidir, e.g. write,read", optarg);
-            break;
-        case 'f': opt.fraction = cb_opt_double("--device-fraction", optarg, 0.001, 0.99); have_fraction = 1; break;
-        case O_DEVBUF: opt.dev_request = opt_size("--device-buffer", optarg); break;
-        case O_HOSTBUF: opt.host_request = opt_size("--host-buffer", optarg); break;
-        case O_CHUNK: opt.chunk = opt_size("--chunk", optarg); break;
-        case 's': opt.streams = (int)cb_opt_long("--streams", optarg, 1, 16); break;
-        case 't': opt.threshold = cb_opt_double("--threshold", optarg, 0, 1e6); have_threshold = 1; break;
-        case O_TPG: opt.threshold_per_gpu = cb_opt_double("--threshold-per-gpu", optarg, 1e-9, 1e6); break;
-        case O_EXPLAIN: opt.explain_only = 1; break;
-        case O_SYSFS: opt.sysfs_root = optarg; break;
-        case 'j': opt.json_path = optarg; break;
-        case 'q': opt.quiet = 1; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': cb_print_version(TEST_VERSION); exit(0);
-        case ':': cb_usage_error("option '%s' needs a value", argv[optind - 1]);
-        default: cb_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        cb_usage_error("unexpected argument '%s'", argv[optind]);
-    if (have_threshold && opt.threshold_per_gpu > 0)
+    if (c->gpus.n > MAX_GPUS)
+        cb_usage_error("invalid list for --gpus: at most %d GPUs", MAX_GPUS);
+    if (cb_opts_given(&cmd, "threshold") && c->threshold_per_gpu > 0)
         cb_usage_error("--threshold and --threshold-per-gpu both set the threshold; give one");
-    if (have_fraction && opt.dev_request)
+    if (cb_opts_given(&cmd, "device-fraction") && c->dev_request)
         cb_usage_error("--device-fraction and --device-buffer both size the device buffer; give one");
-    if (opt.chunk && (opt.chunk < GC_MIN_CHUNK || opt.chunk % GC_MIN_CHUNK))
+    if (c->chunk && (c->chunk < GC_MIN_CHUNK || c->chunk % GC_MIN_CHUNK))
         cb_usage_error("invalid value for --chunk: must be a multiple of 4K");
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/bus/pci/devices", opt.sysfs_root);
+    snprintf(dir, sizeof dir, "%s/bus/pci/devices", c->sysfs_root);
     if (access(dir, R_OK | X_OK) != 0)
-        cb_usage_error("--sysfs-root %s: no PCI devices there (%s is missing)", opt.sysfs_root, dir);
-    if (opt.json_path && cb_json_path_ok(opt.json_path) != 0)
-        cb_usage_error("cannot write --json %s: its directory does not exist or is not writable", opt.json_path);
+        cb_usage_error("--sysfs-root %s: no PCI devices there (%s is missing)", c->sysfs_root, dir);
+    if (c->json_path && cb_json_path_ok(c->json_path) != 0)
+        cb_usage_error("cannot write --json %s: its directory does not exist or is not writable", c->json_path);
 }
+
+/* ---- the run state ------------------------------------------------------------------ */
+struct run;
+
+/* What is known about one GPU: from sysfs, hwloc, CUDA and the run. */
+typedef struct gpu {
+    const struct run *run;
+    gc_cuda_dev cuda;           /* run mode */
+    gc_gpu_topo topo;           /* links as read before copying (idle) */
+    gc_gpu_topo loaded;         /* links as read during the copies */
+    int have_topo, have_loaded;
+    cb_pci_place place;
+    const char *place_source;   /* "hwloc", "sysfs" or NULL */
+    gc_layout layout;
+    gc_worker worker;
+    pthread_t th;
+} gpu;
+
+/* Everything one run knows, filled stage by stage. */
+typedef struct run {
+    const gc_cfg *cfg;
+    gpu gpus[MAX_GPUS];
+    int ngpus;
+    cb_topo topo;               /* hwloc, with PCI devices */
+    int have_hw;
+    char started[64], host[256], versions[128];
+    uint64_t t0_ns;
+    double duration;
+    int degraded_links;
+    /* copies: the plan and the workers' results */
+    gc_phase_spec phases[MAX_PHASES];
+    int nphases;
+    gc_result results[MAX_GPUS][MAX_PHASES];
+    volatile int abort_run;
+    pthread_barrier_t barrier;
+    /* collected */
+    int pw, pr, pb;             /* the all-at-once write, read, bidir phases (-1 none) */
+    double total_w, total_r, agg_w, agg_r, bidir_w, bidir_r;
+    double reachable;           /* what the negotiated links can carry together */
+    double worst_share;         /* lowest "together as a share of alone" */
+    uint64_t wrong, checked;
+    int copy_errors;
+    /* judged */
+    double threshold;
+    int measured_both, passed;
+    /* --explain-links */
+    double sum_max;
+    int degraded_gpus;
+    char degraded_names[1024];
+} run;
 
 /* ---- output helpers ------------------------------------------------------------ */
 /* The compliance document's results block aligns values after "Total write speed:". */
@@ -216,6 +207,13 @@ static void results_begin(void)
     result_line("Test version", "%s", TEST_VERSION);
 }
 
+static void fmt_bytes(char *buf, size_t len, double bytes)
+{
+    if (bytes >= (1ull << 30))
+        snprintf(buf, len, "%.2f GiB", bytes / (1ull << 30));
+    else
+        snprintf(buf, len, "%.0f MiB", bytes / (1ull << 20));
+}
 
 /* The links to judge: read under load if we have that, else idle. */
 static const gc_gpu_topo *links_of(const gpu *g, int *idle)
@@ -224,10 +222,10 @@ static const gc_gpu_topo *links_of(const gpu *g, int *idle)
     return g->have_loaded ? &g->loaded : &g->topo;
 }
 
-static void locate(gpu *g, const gc_hw *hw, int use_hwloc)
+static void locate(gpu *g, const cb_topo *topo, int use_hwloc)
 {
     g->place_source = NULL;
-    if (use_hwloc && hw && gc_hw_locate(hw, g->topo.bdf, &g->place) == 0) {
+    if (use_hwloc && topo && cb_topo_pci_locality(topo, g->topo.bdf, &g->place) == 0) {
         g->place_source = "hwloc";
         return;
     }
@@ -246,7 +244,7 @@ static void print_gpu_links(const gpu *g, int *degraded_links)
     int idle;
     const gc_gpu_topo *t = links_of(g, &idle);
     if (!g->have_topo || t->nlinks == 0) {
-        printf("  link: unknown (%s has no PCIe link information for %s)\n", opt.sysfs_root, g->topo.bdf);
+        printf("  link: unknown (%s has no PCIe link information for %s)\n", g->run->cfg->sysfs_root, g->topo.bdf);
         return;
     }
     for (int k = 0; k < t->nlinks; k++) {
@@ -270,27 +268,6 @@ static void print_gpu_links(const gpu *g, int *degraded_links)
     }
 }
 
-static void json_link(cb_json *j, const gc_link *l, int own, int idle)
-{
-    gc_link_verdict v;
-    gc_judge_link(l, own, idle, &v);
-    cbj_obj_begin(j, NULL);
-    cbj_str(j, "down", l->down);
-    cbj_str(j, "up", l->up);
-    cbj_int(j, "current_gen", gc_pcie_gen(l->cur_gts));
-    cbj_num(j, "current_speed_gts", l->cur_gts);
-    cbj_int(j, "current_width", l->cur_width);
-    cbj_num(j, "device_max_speed_gts", l->dev_max_gts);
-    cbj_int(j, "device_max_width", l->dev_max_width);
-    cbj_num(j, "port_max_speed_gts", l->port_max_gts);
-    cbj_int(j, "port_max_width", l->port_max_width);
-    cbj_num(j, "theoretical_gbits", v.cur_gbits);
-    cbj_num(j, "max_gbits", v.max_gbits);
-    cbj_bool(j, "degraded", v.degraded);
-    cbj_str(j, "diagnosis", v.text);
-    cbj_obj_end(j);
-}
-
 /* The per-GPU facts both modes report. */
 static void json_gpu_topology(cb_json *j, const gpu *g)
 {
@@ -306,44 +283,41 @@ static void json_gpu_topology(cb_json *j, const gpu *g)
     cbj_num(j, "link_max_gbits", gc_gpu_max_gbits(t));
     cbj_arr_begin(j, "links");
     for (int k = 0; k < t->nlinks; k++)
-        json_link(j, &t->links[k], k == 0, idle);
+        gc_json_link(j, &t->links[k], k == 0, 1, idle);
     cbj_arr_end(j);
 }
 
+/* The GPU's chain judged by the one PCIe link rule (pcie.c): a degraded link, if any. */
 static int gpu_degraded(const gpu *g, char *why, size_t len)
 {
-    int idle;
+    int idle, k;
     const gc_gpu_topo *t = links_of(g, &idle);
-    for (int k = 0; k < t->nlinks; k++) {
-        gc_link_verdict v;
-        gc_judge_link(&t->links[k], k == 0, idle, &v);
-        if (v.degraded) {
-            snprintf(why, len, "%s link %s -> %s %s", k == 0 ? "its" : "the switch uplink",
-                     t->links[k].up, t->links[k].down, v.text);
-            return 1;
-        }
-    }
-    return 0;
+    gc_link_verdict v;
+    if (gc_judge_device(t, idle, &v, &k) != GC_LINK_DEGRADED)
+        return 0;
+    snprintf(why, len, "%s link %s -> %s %s", k == 0 ? "its" : "the switch uplink",
+             t->links[k].up, t->links[k].down, v.text);
+    return 1;
 }
 
 /* Shared uplinks that cannot carry what the GPUs below them could move. Prints them;
  * returns how many are too narrow. */
-static int print_shared(int verbose_ok, const char *indent)
+static int print_shared(const run *r, int verbose_ok, const char *indent)
 {
-    gc_gpu_topo t[MAX_GPUS];
-    for (int i = 0; i < ngpus; i++) {
+    static gc_gpu_topo t[MAX_GPUS];
+    for (int i = 0; i < r->ngpus; i++) {
         int idle;
-        t[i] = *links_of(&gpus[i], &idle);
+        t[i] = *links_of(&r->gpus[i], &idle);
     }
     gc_shared_link sh[MAX_GPUS];
-    int n = gc_find_shared_links(t, ngpus, sh, MAX_GPUS), narrow = 0;
+    int n = gc_find_shared_links(t, r->ngpus, sh, MAX_GPUS), narrow = 0;
     for (int s = 0; s < n; s++) {
         double up = gc_link_gbits(sh[s].link.cur_gts, sh[s].link.cur_width);
         char members[512] = "";
-        for (int i = 0; i < ngpus; i++)
+        for (int i = 0; i < r->ngpus; i++)
             if (sh[s].members & (1ULL << i))
                 snprintf(members + strlen(members), sizeof members - strlen(members), "%s%s",
-                         members[0] ? ", " : "", gpus[i].topo.bdf);
+                         members[0] ? ", " : "", r->gpus[i].topo.bdf);
         int too_narrow = up > 0 && up < sh[s].sum_gbits * 0.99;
         narrow += too_narrow;
         if (too_narrow || verbose_ok)
@@ -354,103 +328,126 @@ static int print_shared(int verbose_ok, const char *indent)
     return narrow;
 }
 
-/* ---- --explain-links ------------------------------------------------------------- */
-static int explain_links(void)
+/* What the GPUs' negotiated links can carry together (shared uplinks counted once). */
+static double reachable_gbits(const run *r)
+{
+    static gc_gpu_topo now[MAX_GPUS];
+    for (int i = 0; i < r->ngpus; i++) {
+        int idle;
+        now[i] = *links_of(&r->gpus[i], &idle);
+    }
+    return gc_reachable_gbits(now, r->ngpus);
+}
+
+/* ---- --explain-links: plan, diagnose, emit ------------------------------------------ */
+static void explain_plan(run *r)
 {
     static gc_gpu_topo found[MAX_GPUS];
-    int n = gc_sysfs_find_gpus(opt.sysfs_root, found, MAX_GPUS);
+    const gc_cfg *c = r->cfg;
+    int n = gc_sysfs_find_gpus(c->sysfs_root, found, MAX_GPUS);
     if (n <= 0)
-        cb_die(CB_EXIT_CANNOT_RUN, "no NVIDIA GPU found in %s/bus/pci/devices", opt.sysfs_root);
-    gc_hw hw;
-    int live = strcmp(opt.sysfs_root, "/sys") == 0;
-    int have_hw = live && gc_hw_load(&hw, NULL) == 0;
-    char started[64];
-    cb_iso8601_now(started, sizeof started);
-    uint64_t t0 = cb_now_ns();
-    printf("gpu-copy (cobalt-bench) %s: PCIe links of the NVIDIA GPUs in %s (no copies)\n", CB_VERSION, opt.sysfs_root);
-    ngpus = n;
-    int degraded = 0, degraded_gpus = 0;
-    double sum_cur = 0, sum_max = 0;
-    char names[1024] = "";
+        cb_die(CB_EXIT_CANNOT_RUN, "no NVIDIA GPU found in %s/bus/pci/devices", c->sysfs_root);
+    int live = strcmp(c->sysfs_root, "/sys") == 0;
+    r->have_hw = live && cb_topo_load_pci(&r->topo, NULL) == 0;
+    cb_iso8601_now(r->started, sizeof r->started);
+    r->t0_ns = cb_now_ns();
+    printf("gpu-copy (cobalt-bench) %s: PCIe links of the NVIDIA GPUs in %s (no copies)\n", CB_VERSION, c->sysfs_root);
+    r->ngpus = n;
     for (int i = 0; i < n; i++) {
-        gpu *g = &gpus[i];
+        gpu *g = &r->gpus[i];
+        g->run = r;
         g->topo = found[i];
         g->have_topo = 1;
-        locate(g, have_hw ? &hw : NULL, have_hw);
+        locate(g, r->have_hw ? &r->topo : NULL, r->have_hw);
         printf("GPU %s [%04x:%04x]: NUMA node %s (%s), CPUs %s\n", g->topo.bdf, g->topo.vendor, g->topo.device,
                g->place.nodes[0] ? g->place.nodes : "unknown", g->place_source ? g->place_source : "no locality information",
                g->place.cpus[0] ? g->place.cpus : "unknown");
-        int before = degraded;
-        print_gpu_links(g, &degraded);
-        if (degraded > before) {
-            degraded_gpus++;
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? ", " : "", g->topo.bdf);
+        int before = r->degraded_links;
+        print_gpu_links(g, &r->degraded_links);
+        if (r->degraded_links > before) {
+            r->degraded_gpus++;
+            snprintf(r->degraded_names + strlen(r->degraded_names), sizeof r->degraded_names - strlen(r->degraded_names),
+                     "%s%s", r->degraded_names[0] ? ", " : "", g->topo.bdf);
         }
-        sum_max += gc_gpu_max_gbits(&g->topo);
+        r->sum_max += gc_gpu_max_gbits(&g->topo);
     }
-    sum_cur = gc_reachable_gbits(found, n);
-    print_shared(1, "");
-    for (int i = 0; i < n; i++) {
+    r->reachable = gc_reachable_gbits(found, n);
+}
+
+static void explain_diagnose(run *r)
+{
+    print_shared(r, 1, "");
+    for (int i = 0; i < r->ngpus; i++) {
         char why[768];
-        if (gpu_degraded(&gpus[i], why, sizeof why))
-            printf("Likely cause of low bandwidth: GPU %s: %s\n", gpus[i].topo.bdf, why);
+        if (gpu_degraded(&r->gpus[i], why, sizeof why))
+            printf("Likely cause of low bandwidth: GPU %s: %s\n", r->gpus[i].topo.bdf, why);
     }
     printf("Theoretical: %.2f Gbit/s per direction through the negotiated links (shared uplinks "
-           "counted once); %.2f Gbit/s if every GPU's link ran at the GPU's maximum\n", sum_cur, sum_max);
+           "counted once); %.2f Gbit/s if every GPU's link ran at the GPU's maximum\n", r->reachable, r->sum_max);
+    r->passed = !r->degraded_links;
+    r->duration = (cb_now_ns() - r->t0_ns) / 1e9;
+}
 
-    int rc = degraded ? CB_EXIT_NOT_COMPLIANT : CB_EXIT_OK;
-    if (opt.json_path) {
-        cb_json j;
-        cbj_init(&j);
-        cbj_doc_begin(&j, "gpu-copy", TEST_VERSION, started);
-        cbj_num(&j, "duration_s", (cb_now_ns() - t0) / 1e9);
-        cbj_obj_begin(&j, "config");
-        cbj_str(&j, "mode", "explain-links");
-        cbj_str(&j, "sysfs_root", opt.sysfs_root);
-        cbj_obj_end(&j);
-        cbj_obj_begin(&j, "metrics");
-        cbj_metric(&j, "gpus", n, "GPUs");
-        cbj_metric(&j, "degraded_links", degraded, "links");
-        cbj_metric(&j, "theoretical_link_speed", sum_cur, "Gbit/s");
-        cbj_metric(&j, "max_link_speed", sum_max, "Gbit/s");
-        cbj_obj_end(&j);
-        cbj_arr_begin(&j, "gpus");
-        for (int i = 0; i < n; i++) {
-            cbj_obj_begin(&j, NULL);
-            json_gpu_topology(&j, &gpus[i]);
-            cbj_obj_end(&j);
-        }
-        cbj_arr_end(&j);
-        cbj_obj_begin(&j, "compliance");
-        cbj_num(&j, "threshold", NAN);
-        cbj_bool(&j, "passed", !degraded);
-        cbj_obj_end(&j);
-        cbj_obj_end(&j);
-        if (cb_json_write(&j, opt.json_path) != 0)
+static void explain_json_config(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    cbj_str(j, "mode", "explain-links");
+    cbj_str(j, "sysfs_root", r->cfg->sysfs_root);
+}
+
+static void explain_json_metrics(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    cbj_metric(j, "gpus", r->ngpus, "GPUs");
+    cbj_metric(j, "degraded_links", r->degraded_links, "links");
+    cbj_metric(j, "theoretical_link_speed", r->reachable, "Gbit/s");
+    cbj_metric(j, "max_link_speed", r->sum_max, "Gbit/s");
+}
+
+static void explain_json_gpus(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    cbj_arr_begin(j, "gpus");
+    for (int i = 0; i < r->ngpus; i++) {
+        cbj_obj_begin(j, NULL);
+        json_gpu_topology(j, &r->gpus[i]);
+        cbj_obj_end(j);
+    }
+    cbj_arr_end(j);
+}
+
+static int explain_emit(const run *r)
+{
+    int rc = r->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+    if (r->cfg->json_path) {
+        cb_envelope env = {.test = "gpu-copy", .test_version = TEST_VERSION, .started = r->started,
+                           .duration_s = r->duration, .threshold = NAN, .passed = r->passed};
+        cb_doc_parts parts = {.config = explain_json_config, .metrics = explain_json_metrics,
+                              .extra = explain_json_gpus};
+        if (cb_doc_write(r->cfg->json_path, &env, &parts, r) != 0)
             rc = CB_EXIT_CANNOT_RUN;
-        cbj_free(&j);
     }
     results_begin();
-    result_line("GPUs", "%d", n);
-    if (degraded_gpus)
-        result_line("Degraded links", "%d (GPU %s)", degraded, names);
+    result_line("GPUs", "%d", r->ngpus);
+    if (r->degraded_gpus)
+        result_line("Degraded links", "%d (GPU %s)", r->degraded_links, r->degraded_names);
     else
         result_line("Degraded links", "0");
-    result_line("Link speed", "%.2f Gbit/s per direction (theoretical, all GPUs)", sum_cur);
-    if (have_hw)
-        gc_hw_free(&hw);
+    result_line("Link speed", "%.2f Gbit/s per direction (theoretical, all GPUs)", r->reachable);
     return rc;
 }
 
-/* ---- the copies ------------------------------------------------------------------ */
-#define MAX_PHASES (GC_NKINDS + 2 * MAX_GPUS)
+static int explain_links(run *r)
+{
+    explain_plan(r);
+    explain_diagnose(r);
+    int rc = explain_emit(r);
+    if (r->have_hw)
+        cb_topo_free(&r->topo);
+    return rc;
+}
 
-static gc_phase_spec phases[MAX_PHASES];
-static int nphases;
-static gc_result results[MAX_GPUS][MAX_PHASES];
-static volatile int abort_run;
-static pthread_barrier_t barrier;
-
+/* ---- the copies: helpers ---------------------------------------------------------- */
 /* Called by a worker while its copies run: the link state under load. Keeps the
  * fastest state seen (an idle GPU's link comes up within milliseconds of traffic). */
 static void on_load(gc_worker *w, int phase)
@@ -458,7 +455,7 @@ static void on_load(gc_worker *w, int phase)
     (void)phase;
     gpu *g = (gpu *)w->user;
     gc_gpu_topo now;
-    if (!g->have_topo || gc_sysfs_read_gpu(opt.sysfs_root, g->topo.bdf, &now) != 0 || now.nlinks == 0)
+    if (!g->have_topo || gc_sysfs_read_gpu(g->run->cfg->sysfs_root, g->topo.bdf, &now) != 0 || now.nlinks == 0)
         return;
     if (!g->have_loaded || gc_gpu_path_gbits(&now) > gc_gpu_path_gbits(&g->loaded)) {
         g->loaded = now;
@@ -466,10 +463,11 @@ static void on_load(gc_worker *w, int phase)
     }
 }
 
-static void __attribute__((noreturn)) no_gpu(const char *cuda_err)
+static void __attribute__((noreturn)) no_gpu(const run *r, const char *cuda_err)
 {
     static gc_gpu_topo found[MAX_GPUS];
-    int n = gc_sysfs_find_gpus(opt.sysfs_root, found, MAX_GPUS);
+    const char *root = r->cfg->sysfs_root;
+    int n = gc_sysfs_find_gpus(root, found, MAX_GPUS);
     if (n > 0) {
         char list[512] = "";
         for (int i = 0; i < n; i++)
@@ -477,19 +475,19 @@ static void __attribute__((noreturn)) no_gpu(const char *cuda_err)
         cb_die(CB_EXIT_CANNOT_RUN,
                "cannot use the NVIDIA GPUs: CUDA reports: %s. %s lists %d NVIDIA GPU%s (%s): is the "
                "NVIDIA driver loaded and /dev/nvidia* accessible? (gpu-copy --explain-links explains "
-               "their links without CUDA)", cuda_err, opt.sysfs_root, n, n == 1 ? "" : "s", list);
+               "their links without CUDA)", cuda_err, root, n, n == 1 ? "" : "s", list);
     }
     cb_die(CB_EXIT_CANNOT_RUN,
            "no NVIDIA GPU on this machine: CUDA reports: %s, and %s lists no NVIDIA GPU. "
-           "gpu-copy needs NVIDIA GPUs and their driver.", cuda_err, opt.sysfs_root);
+           "gpu-copy needs NVIDIA GPUs and their driver.", cuda_err, root);
 }
 
-static const char *phase_name(const gc_phase_spec *p, char *buf, size_t len)
+static const char *phase_name(const run *r, const gc_phase_spec *p, char *buf, size_t len)
 {
     if (p->gpu < 0)
         snprintf(buf, len, "all GPUs, %s", gc_kind_names[p->kind]);
     else
-        snprintf(buf, len, "GPU %d alone, %s", gpus[p->gpu].cuda.index, gc_kind_names[p->kind]);
+        snprintf(buf, len, "GPU %d alone, %s", r->gpus[p->gpu].cuda.index, gc_kind_names[p->kind]);
     return buf;
 }
 
@@ -500,438 +498,511 @@ static double speed_of(const gc_result *r, int dir)
 
 /* Per-GPU and summed speeds of one phase in one direction; aggregate: all bytes over
  * the wall-clock span from the first start to the last end. */
-static double phase_total(int p, int dir, double *aggregate)
+static double phase_total(const run *r, int p, int dir, double *aggregate)
 {
     double sum = 0, bytes = 0;
     uint64_t t0 = UINT64_MAX, t1 = 0;
-    for (int i = 0; i < ngpus; i++) {
-        const gc_result *r = &results[i][p];
-        if (!r->ran)
+    for (int i = 0; i < r->ngpus; i++) {
+        const gc_result *res = &r->results[i][p];
+        if (!res->ran)
             continue;
-        sum += speed_of(r, dir);
-        bytes += (double)(dir == GC_H2D ? r->h2d_bytes : r->d2h_bytes);
-        t0 = r->t0_ns < t0 ? r->t0_ns : t0;
-        t1 = r->t1_ns > t1 ? r->t1_ns : t1;
+        sum += speed_of(res, dir);
+        bytes += (double)(dir == GC_H2D ? res->h2d_bytes : res->d2h_bytes);
+        t0 = res->t0_ns < t0 ? res->t0_ns : t0;
+        t1 = res->t1_ns > t1 ? res->t1_ns : t1;
     }
     if (aggregate)
         *aggregate = t1 > t0 ? cb_gbits(bytes, (t1 - t0) / 1e9) : 0;
     return sum;
 }
 
-static int find_phase(int kind, int gpu_slot)
+static int find_phase(const run *r, int kind, int gpu_slot)
 {
-    for (int p = 0; p < nphases; p++)
-        if (phases[p].kind == kind && phases[p].gpu == gpu_slot)
+    for (int p = 0; p < r->nphases; p++)
+        if (r->phases[p].kind == kind && r->phases[p].gpu == gpu_slot)
             return p;
     return -1;
 }
 
-static void fmt_bytes(char *buf, size_t len, double bytes)
-{
-    if (bytes >= (1ull << 30))
-        snprintf(buf, len, "%.2f GiB", bytes / (1ull << 30));
-    else
-        snprintf(buf, len, "%.0f MiB", bytes / (1ull << 20));
-}
-
-static int run_copies(void)
+/* ---- the copies: plan ---------------------------------------------------------------- */
+/* The selected CUDA devices and the machine's topology. */
+static void plan_devices(run *r)
 {
     static gc_cuda_dev devs[MAX_GPUS];
-    char err[512], started[64], host[256], versions[128];
+    const gc_cfg *c = r->cfg;
+    char err[512];
     int ndev = gc_cuda_devices(devs, MAX_GPUS, err, sizeof err);
     if (ndev < 0)
-        no_gpu(err);
-    if (opt.ngpus_sel == 0)
+        no_gpu(r, err);
+    int sel[MAX_GPUS], nsel = 0;
+    for (int i = 0; i < c->gpus.n; i++)
+        sel[nsel++] = c->gpus.v[i];
+    if (nsel == 0)
         for (int i = 0; i < ndev; i++)
-            opt.gpus[opt.ngpus_sel++] = i;
-    for (int i = 0; i < opt.ngpus_sel; i++)
-        if (opt.gpus[i] >= ndev)
-            cb_usage_error("GPU %d does not exist: CUDA sees %d device%s (0-%d)", opt.gpus[i], ndev,
+            sel[nsel++] = i;
+    for (int i = 0; i < nsel; i++)
+        if (sel[i] >= ndev)
+            cb_usage_error("GPU %d does not exist: CUDA sees %d device%s (0-%d)", sel[i], ndev,
                            ndev == 1 ? "" : "s", ndev - 1);
-    ngpus = opt.ngpus_sel;
-
-    gc_hw hw;
-    int have_hw = gc_hw_load(&hw, NULL) == 0;
-    if (!have_hw)
+    r->ngpus = nsel;
+    for (int i = 0; i < nsel; i++) {
+        r->gpus[i].run = r;
+        r->gpus[i].cuda = devs[sel[i]];
+    }
+    r->have_hw = cb_topo_load_pci(&r->topo, NULL) == 0;
+    if (!r->have_hw)
         cb_warn("hwloc cannot read this machine's topology: threads and buffers are not placed near the GPUs");
-    else if (hw.npci == 0)
+    else if (cb_topo_pci_devices(&r->topo) == 0)
         cb_warn("hwloc found no PCI device (Debian: install libhwloc-plugins); GPU locality comes from sysfs");
-    cb_iso8601_now(started, sizeof started);
-    cb_hostname(host, sizeof host);
-    gc_cuda_versions(versions, sizeof versions);
-    uint64_t run_t0 = cb_now_ns();
-    uint64_t seed = gc_pattern(run_t0, (uint64_t)getpid());
+    cb_iso8601_now(r->started, sizeof r->started);
+    cb_hostname(r->host, sizeof r->host);
+    gc_cuda_versions(r->versions, sizeof r->versions);
+    r->t0_ns = cb_now_ns();
+}
 
-    printf("gpu-copy (cobalt-bench) %s on %s, started %s, %s\n", CB_VERSION, host, started, versions);
-    int degraded_links = 0;
-    for (int i = 0; i < ngpus; i++) {
-        gpu *g = &gpus[i];
-        g->cuda = devs[opt.gpus[i]];
-        g->have_topo = gc_sysfs_read_gpu(opt.sysfs_root, g->cuda.busid, &g->topo) == 0;
-        if (!g->have_topo)
-            gc_bdf_normalise(g->topo.bdf, g->cuda.busid);
-        locate(g, have_hw ? &hw : NULL, have_hw && hw.npci > 0);
-        size_t want = opt.dev_request ? opt.dev_request
-                                      : gc_device_request(g->cuda.total_mem, g->cuda.free_mem, opt.fraction,
-                                                          g->cuda.total_mem / 16 < DEVICE_RESERVE ? g->cuda.total_mem / 16 : DEVICE_RESERVE);
-        const char *why = gc_layout_make(&g->layout, want, opt.host_request, opt.chunk);
-        if (why) {
-            char b[32];
-            fmt_bytes(b, sizeof b, (double)want);
-            if (opt.dev_request || opt.host_request || opt.chunk)
-                cb_usage_error("GPU %d: %s (device buffer %s)", g->cuda.index, why, b);
-            cb_die(CB_EXIT_CANNOT_RUN, "GPU %d: %s: only %s of its memory is usable", g->cuda.index, why, b);
-        }
-        g->layout.streams = opt.streams;
-        char mem[32], dbuf[32], hbuf[32];
-        fmt_bytes(mem, sizeof mem, (double)g->cuda.total_mem);
-        fmt_bytes(dbuf, sizeof dbuf, (double)g->layout.dev_bytes);
-        fmt_bytes(hbuf, sizeof hbuf, (double)g->layout.host_bytes);
-        printf("GPU %d: %s, PCI %s, NUMA node %s (%s), CPUs %s; %s memory, device buffer %s, host buffer %s\n",
-               g->cuda.index, g->cuda.name, g->topo.bdf, g->place.nodes[0] ? g->place.nodes : "unknown",
-               g->place_source ? g->place_source : "no locality information",
-               g->place.cpus[0] ? g->place.cpus : "unknown", mem, dbuf, hbuf);
-        print_gpu_links(g, &degraded_links);
+/* One GPU: its links and locality, and the buffers it gets. */
+static void plan_gpu(run *r, gpu *g)
+{
+    const gc_cfg *c = r->cfg;
+    g->have_topo = gc_sysfs_read_gpu(c->sysfs_root, g->cuda.busid, &g->topo) == 0;
+    if (!g->have_topo)
+        gc_bdf_normalise(g->topo.bdf, g->cuda.busid);
+    locate(g, r->have_hw ? &r->topo : NULL, r->have_hw && cb_topo_pci_devices(&r->topo) > 0);
+    size_t reserve = g->cuda.total_mem / 16 < DEVICE_RESERVE ? g->cuda.total_mem / 16 : DEVICE_RESERVE;
+    size_t want = c->dev_request ? c->dev_request
+                                 : gc_device_request(g->cuda.total_mem, g->cuda.free_mem, c->fraction, reserve);
+    const char *why = gc_layout_make(&g->layout, want, c->host_request, c->chunk);
+    if (why) {
+        char b[32];
+        fmt_bytes(b, sizeof b, (double)want);
+        if (c->dev_request || c->host_request || c->chunk)
+            cb_usage_error("GPU %d: %s (device buffer %s)", g->cuda.index, why, b);
+        cb_die(CB_EXIT_CANNOT_RUN, "GPU %d: %s: only %s of its memory is usable", g->cuda.index, why, b);
     }
+    g->layout.streams = c->streams;
+    char mem[32], dbuf[32], hbuf[32];
+    fmt_bytes(mem, sizeof mem, (double)g->cuda.total_mem);
+    fmt_bytes(dbuf, sizeof dbuf, (double)g->layout.dev_bytes);
+    fmt_bytes(hbuf, sizeof hbuf, (double)g->layout.host_bytes);
+    printf("GPU %d: %s, PCI %s, NUMA node %s (%s), CPUs %s; %s memory, device buffer %s, host buffer %s\n",
+           g->cuda.index, g->cuda.name, g->topo.bdf, g->place.nodes[0] ? g->place.nodes : "unknown",
+           g->place_source ? g->place_source : "no locality information",
+           g->place.cpus[0] ? g->place.cpus : "unknown", mem, dbuf, hbuf);
+    print_gpu_links(g, &r->degraded_links);
+}
 
-    /* The phases: all GPUs at once, then each alone. */
+/* The phases: all GPUs at once, then each alone. */
+static void plan_phases(run *r)
+{
+    const gc_cfg *c = r->cfg;
+    uint64_t seed = gc_pattern(r->t0_ns, (uint64_t)getpid());
     for (int k = 0; k < GC_NKINDS; k++)
-        if (opt.phases & (1u << k))
-            phases[nphases++] = (gc_phase_spec){.kind = k, .gpu = -1, .iterations = opt.iterations};
-    if (ngpus > 1 && opt.alone_iterations > 0)
-        for (int i = 0; i < ngpus; i++)
+        if (c->phases & (1u << k))
+            r->phases[r->nphases++] = (gc_phase_spec){.kind = k, .gpu = -1, .iterations = c->iterations};
+    if (r->ngpus > 1 && c->alone_iterations > 0)
+        for (int i = 0; i < r->ngpus; i++)
             for (int k = GC_WRITE; k <= GC_READ; k++)
-                if (opt.phases & (1u << k))
-                    phases[nphases++] = (gc_phase_spec){.kind = k, .gpu = i, .iterations = opt.alone_iterations};
-    for (int p = 0; p < nphases; p++)
-        phases[p].seed = gc_pattern(seed, (uint64_t)p);
+                if (c->phases & (1u << k))
+                    r->phases[r->nphases++] = (gc_phase_spec){.kind = k, .gpu = i, .iterations = c->alone_iterations};
+    for (int p = 0; p < r->nphases; p++)
+        r->phases[p].seed = gc_pattern(seed, (uint64_t)p);
     char chunk[32];
-    fmt_bytes(chunk, sizeof chunk, (double)gpus[0].layout.chunk);
+    fmt_bytes(chunk, sizeof chunk, (double)r->gpus[0].layout.chunk);
     printf("Copies: %s chunks on %d stream%s per direction; %llu iterations all at once%s\n", chunk,
-           opt.streams, opt.streams == 1 ? "" : "s", (unsigned long long)opt.iterations,
-           ngpus > 1 && opt.alone_iterations ? ", then each GPU alone" : "");
+           c->streams, c->streams == 1 ? "" : "s", (unsigned long long)c->iterations,
+           r->ngpus > 1 && c->alone_iterations ? ", then each GPU alone" : "");
     fflush(stdout);
+}
 
-    /* One thread per GPU; the main thread joins every barrier to follow the phases. */
+static void plan_copies(run *r)
+{
+    plan_devices(r);
+    printf("gpu-copy (cobalt-bench) %s on %s, started %s, %s\n", CB_VERSION, r->host, r->started, r->versions);
+    for (int i = 0; i < r->ngpus; i++)
+        plan_gpu(r, &r->gpus[i]);
+    plan_phases(r);
+}
+
+/* ---- the copies: run ----------------------------------------------------------------- */
+/* GPU_COPY_FAULT=write|read|bidir: the first GPU loses one copy of that phase. */
+static int fault_kind(void)
+{
     const char *fault = getenv("GPU_COPY_FAULT");
-    int fault_kind = -1;
-    if (fault && *fault) {
-        for (int k = 0; k < GC_NKINDS; k++)
-            if (strcmp(fault, gc_kind_names[k]) == 0)
-                fault_kind = k;
-        if (fault_kind < 0)
-            cb_usage_error("GPU_COPY_FAULT must name a phase (write, read, bidir)");
-    }
-    pthread_barrier_init(&barrier, NULL, (unsigned)ngpus + 1);
-    for (int i = 0; i < ngpus; i++) {
-        gpu *g = &gpus[i];
+    if (!fault || !*fault)
+        return -1;
+    for (int k = 0; k < GC_NKINDS; k++)
+        if (strcmp(fault, gc_kind_names[k]) == 0)
+            return k;
+    cb_usage_error("GPU_COPY_FAULT must name a phase (write, read, bidir)");
+}
+
+/* One thread per GPU; the main thread joins every barrier to follow the phases. */
+static void start_workers(run *r)
+{
+    int fault = fault_kind();
+    pthread_barrier_init(&r->barrier, NULL, (unsigned)r->ngpus + 1);
+    for (int i = 0; i < r->ngpus; i++) {
+        gpu *g = &r->gpus[i];
         gc_worker *w = &g->worker;
         w->slot = i;
         w->device = g->cuda.index;
         snprintf(w->busid, sizeof w->busid, "%s", g->topo.bdf);
-        w->hw = &hw;
-        snprintf(w->cpus, sizeof w->cpus, "%s", have_hw ? g->place.cpus : "");
-        snprintf(w->nodes, sizeof w->nodes, "%s", have_hw ? g->place.nodes : "");
+        w->topo = &r->topo;
+        snprintf(w->cpus, sizeof w->cpus, "%s", r->have_hw ? g->place.cpus : "");
+        snprintf(w->nodes, sizeof w->nodes, "%s", r->have_hw ? g->place.nodes : "");
         w->layout = g->layout;
-        w->streams = opt.streams;
-        w->phases = phases;
-        w->nphases = nphases;
-        w->results = results[i];
-        w->barrier = &barrier;
-        w->abort_run = &abort_run;
+        w->streams = r->cfg->streams;
+        w->phases = r->phases;
+        w->nphases = r->nphases;
+        w->results = r->results[i];
+        w->barrier = &r->barrier;
+        w->abort_run = &r->abort_run;
         w->on_load = on_load;
         w->user = g;
-        w->fault_kind = i == 0 ? fault_kind : -1;
+        w->fault_kind = i == 0 ? fault : -1;
         if (pthread_create(&g->th, NULL, gc_worker_main, w) != 0)
             cb_die(CB_EXIT_CANNOT_RUN, "cannot start the thread of GPU %d", g->cuda.index);
     }
-    pthread_barrier_wait(&barrier);
-    for (int i = 0; i < ngpus; i++)
-        if (gpus[i].worker.setup_failed)
-            abort_run = 1;
-    pthread_barrier_wait(&barrier);
-    if (abort_run) {
-        for (int i = 0; i < ngpus; i++) {
-            pthread_join(gpus[i].th, NULL);
-            if (gpus[i].worker.setup_failed)
-                fprintf(stderr, "gpu-copy: %s\n", gpus[i].worker.error);
+}
+
+static void run_copies(run *r)
+{
+    start_workers(r);
+    pthread_barrier_wait(&r->barrier);
+    for (int i = 0; i < r->ngpus; i++)
+        if (r->gpus[i].worker.setup_failed)
+            r->abort_run = 1;
+    pthread_barrier_wait(&r->barrier);
+    if (r->abort_run) {
+        for (int i = 0; i < r->ngpus; i++) {
+            pthread_join(r->gpus[i].th, NULL);
+            if (r->gpus[i].worker.setup_failed)
+                fprintf(stderr, "gpu-copy: %s\n", r->gpus[i].worker.error);
         }
         cb_die(CB_EXIT_CANNOT_RUN, "could not set up the copies (above)");
     }
-    for (int p = 0; p < nphases; p++) {
+    for (int p = 0; p < r->nphases; p++) {
         for (int b = 0; b < 3; b++)
-            pthread_barrier_wait(&barrier);
-        if (!opt.quiet) {
+            pthread_barrier_wait(&r->barrier);
+        if (!r->cfg->quiet) {
             char name[64];
-            double w = phase_total(p, GC_H2D, NULL), r = phase_total(p, GC_D2H, NULL);
-            fprintf(stderr, "[%2d/%d] %-24s", p + 1, nphases, phase_name(&phases[p], name, sizeof name));
+            double w = phase_total(r, p, GC_H2D, NULL), rd = phase_total(r, p, GC_D2H, NULL);
+            fprintf(stderr, "[%2d/%d] %-24s", p + 1, r->nphases, phase_name(r, &r->phases[p], name, sizeof name));
             if (w > 0)
                 fprintf(stderr, " write %8.2f Gbit/s", w);
-            if (r > 0)
-                fprintf(stderr, " read %8.2f Gbit/s", r);
+            if (rd > 0)
+                fprintf(stderr, " read %8.2f Gbit/s", rd);
             fputc('\n', stderr);
         }
     }
-    for (int i = 0; i < ngpus; i++)
-        pthread_join(gpus[i].th, NULL);
-    double duration = (cb_now_ns() - run_t0) / 1e9;
+    for (int i = 0; i < r->ngpus; i++)
+        pthread_join(r->gpus[i].th, NULL);
+    r->duration = (cb_now_ns() - r->t0_ns) / 1e9;
+}
 
-    /* ---- what happened ---- */
-    int pw = find_phase(GC_WRITE, -1), pr = find_phase(GC_READ, -1), pb = find_phase(GC_BIDIR, -1);
-    double agg_w = 0, agg_r = 0;
-    double total_w = pw >= 0 ? phase_total(pw, GC_H2D, &agg_w) : NAN;
-    double total_r = pr >= 0 ? phase_total(pr, GC_D2H, &agg_r) : NAN;
-    double bidir_w = pb >= 0 ? phase_total(pb, GC_H2D, NULL) : NAN;
-    double bidir_r = pb >= 0 ? phase_total(pb, GC_D2H, NULL) : NAN;
-    uint64_t wrong = 0, checked = 0;
-    int copy_errors = 0;
-    for (int i = 0; i < ngpus; i++) {
-        if (gpus[i].worker.error[0]) {
-            copy_errors++;
-            printf("ERROR: %s\n", gpus[i].worker.error);
+/* ---- the copies: collect ------------------------------------------------------------- */
+/* Totals of the all-at-once phases, copy errors and verification failures. */
+static void collect(run *r)
+{
+    r->pw = find_phase(r, GC_WRITE, -1);
+    r->pr = find_phase(r, GC_READ, -1);
+    r->pb = find_phase(r, GC_BIDIR, -1);
+    r->total_w = r->pw >= 0 ? phase_total(r, r->pw, GC_H2D, &r->agg_w) : NAN;
+    r->total_r = r->pr >= 0 ? phase_total(r, r->pr, GC_D2H, &r->agg_r) : NAN;
+    r->bidir_w = r->pb >= 0 ? phase_total(r, r->pb, GC_H2D, NULL) : NAN;
+    r->bidir_r = r->pb >= 0 ? phase_total(r, r->pb, GC_D2H, NULL) : NAN;
+    for (int i = 0; i < r->ngpus; i++) {
+        if (r->gpus[i].worker.error[0]) {
+            r->copy_errors++;
+            printf("ERROR: %s\n", r->gpus[i].worker.error);
         }
-        for (int p = 0; p < nphases; p++) {
-            const gc_result *r = &results[i][p];
-            if (!r->ran)
+        for (int p = 0; p < r->nphases; p++) {
+            const gc_result *res = &r->results[i][p];
+            if (!res->ran)
                 continue;
-            checked++;
-            wrong += r->dev_errors + r->host_errors;
-            if (r->dev_errors + r->host_errors) {
+            r->checked++;
+            r->wrong += res->dev_errors + res->host_errors;
+            if (res->dev_errors + res->host_errors) {
                 char name[64];
                 printf("VERIFICATION FAILED: GPU %d, phase %s: %llu wrong words (device %llu, host %llu), "
                        "the first at byte %llu of the checked region\n",
-                       gpus[i].cuda.index, phase_name(&phases[p], name, sizeof name),
-                       (unsigned long long)(r->dev_errors + r->host_errors), (unsigned long long)r->dev_errors,
-                       (unsigned long long)r->host_errors, (unsigned long long)r->first_bad);
+                       r->gpus[i].cuda.index, phase_name(r, &r->phases[p], name, sizeof name),
+                       (unsigned long long)(res->dev_errors + res->host_errors), (unsigned long long)res->dev_errors,
+                       (unsigned long long)res->host_errors, (unsigned long long)res->first_bad);
             }
         }
     }
+    r->reachable = reachable_gbits(r);
+}
 
-    /* the links as read under load replace the idle reading */
+/* The links as read under load (they replace the idle reading) and the speeds. */
+static void report_links_and_speeds(run *r)
+{
     printf("Links read while copying:\n");
-    degraded_links = 0;
-    for (int i = 0; i < ngpus; i++) {
-        printf("GPU %d (%s):\n", gpus[i].cuda.index, gpus[i].topo.bdf);
-        print_gpu_links(&gpus[i], &degraded_links);
+    r->degraded_links = 0;
+    for (int i = 0; i < r->ngpus; i++) {
+        printf("GPU %d (%s):\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf);
+        print_gpu_links(&r->gpus[i], &r->degraded_links);
     }
-
     printf("All GPUs at once (Gbit/s; %% of the GPU's negotiated link):\n");
-    for (int i = 0; i < ngpus; i++) {
-        gpu *g = &gpus[i];
+    for (int i = 0; i < r->ngpus; i++) {
+        const gpu *g = &r->gpus[i];
         int idle;
         double link = gc_gpu_path_gbits(links_of(g, &idle));
         printf("  GPU %d %s:", g->cuda.index, g->topo.bdf);
-        if (pw >= 0) {
-            double v = speed_of(&results[i][pw], GC_H2D);
+        if (r->pw >= 0) {
+            double v = speed_of(&r->results[i][r->pw], GC_H2D);
             printf(" write %.2f", v);
             if (link > 0)
                 printf(" (%.1f%%)", 100 * v / link);
         }
-        if (pr >= 0) {
-            double v = speed_of(&results[i][pr], GC_D2H);
+        if (r->pr >= 0) {
+            double v = speed_of(&r->results[i][r->pr], GC_D2H);
             printf(" read %.2f", v);
             if (link > 0)
                 printf(" (%.1f%%)", 100 * v / link);
         }
-        if (pb >= 0)
-            printf(" bidir %.2f + %.2f", speed_of(&results[i][pb], GC_H2D), speed_of(&results[i][pb], GC_D2H));
+        if (r->pb >= 0)
+            printf(" bidir %.2f + %.2f", speed_of(&r->results[i][r->pb], GC_H2D), speed_of(&r->results[i][r->pb], GC_D2H));
         printf("\n");
     }
-    gc_gpu_topo now[MAX_GPUS];
-    for (int i = 0; i < ngpus; i++) {
-        int idle;
-        now[i] = *links_of(&gpus[i], &idle);
-    }
-    double reachable = gc_reachable_gbits(now, ngpus);
-    printf("  Total (theoretical %.2f):", reachable);
-    if (pw >= 0)
-        printf(" write %.2f (aggregate %.2f)", total_w, agg_w);
-    if (pr >= 0)
-        printf(" read %.2f (aggregate %.2f)", total_r, agg_r);
-    if (pb >= 0)
-        printf(" bidir %.2f + %.2f", bidir_w, bidir_r);
+    printf("  Total (theoretical %.2f):", r->reachable);
+    if (r->pw >= 0)
+        printf(" write %.2f (aggregate %.2f)", r->total_w, r->agg_w);
+    if (r->pr >= 0)
+        printf(" read %.2f (aggregate %.2f)", r->total_r, r->agg_r);
+    if (r->pb >= 0)
+        printf(" bidir %.2f + %.2f", r->bidir_w, r->bidir_r);
     printf("\n");
-    double worst_share = 1;
-    if (ngpus > 1 && opt.alone_iterations > 0) {
-        printf("Each GPU alone (Gbit/s; together as %% of alone):\n");
-        for (int i = 0; i < ngpus; i++) {
-            printf("  GPU %d:", gpus[i].cuda.index);
-            for (int k = GC_WRITE; k <= GC_READ; k++) {
-                int pa = find_phase(k, i), pt = find_phase(k, -1);
-                if (pa < 0)
-                    continue;
-                int dir = k == GC_WRITE ? GC_H2D : GC_D2H;
-                double alone = speed_of(&results[i][pa], dir), together = speed_of(&results[i][pt], dir);
-                double share = alone > 0 ? together / alone : 0;
-                if (share < worst_share)
-                    worst_share = share;
-                printf(" %s %.2f (%.1f%%)", gc_kind_names[k], alone, 100 * share);
-            }
-            printf("\n");
-        }
-    }
-    printf("Verification: %llu GPU phases checked, %llu wrong words\n", (unsigned long long)checked,
-           (unsigned long long)wrong);
+}
 
-    /* ---- why ---- */
-    double threshold = opt.threshold_per_gpu > 0 ? opt.threshold_per_gpu * ngpus : opt.threshold;
-    int measured_both = pw >= 0 && pr >= 0;
-    int passed = measured_both && !wrong && !copy_errors && total_w >= threshold && total_r >= threshold;
-    printf("Diagnosis:\n");
-    int causes = 0;
-    for (int i = 0; i < ngpus; i++) {
-        char why[768];
-        if (gpu_degraded(&gpus[i], why, sizeof why)) {
-            printf("  Likely cause: GPU %d (%s): %s\n", gpus[i].cuda.index, gpus[i].topo.bdf, why);
-            causes++;
+/* Each GPU alone, and together as a share of alone (the worst share is kept). */
+static void report_alone(run *r)
+{
+    r->worst_share = 1;
+    if (r->ngpus < 2 || r->cfg->alone_iterations == 0)
+        return;
+    printf("Each GPU alone (Gbit/s; together as %% of alone):\n");
+    for (int i = 0; i < r->ngpus; i++) {
+        printf("  GPU %d:", r->gpus[i].cuda.index);
+        for (int k = GC_WRITE; k <= GC_READ; k++) {
+            int pa = find_phase(r, k, i), pt = find_phase(r, k, -1);
+            if (pa < 0)
+                continue;
+            int dir = k == GC_WRITE ? GC_H2D : GC_D2H;
+            double alone = speed_of(&r->results[i][pa], dir), together = speed_of(&r->results[i][pt], dir);
+            double share = alone > 0 ? together / alone : 0;
+            if (share < r->worst_share)
+                r->worst_share = share;
+            printf(" %s %.2f (%.1f%%)", gc_kind_names[k], alone, 100 * share);
         }
+        printf("\n");
     }
-    causes += print_shared(0, "  ");
-    for (int i = 0; i < ngpus; i++) {
-        const gc_worker *w = &gpus[i].worker;
-        if (have_hw && hw.nnuma > 1 && (!w->bound_cpu || !w->bound_mem)) {
-            printf("  GPU %d: %s%s%s: copies may cross the socket interconnect\n", gpus[i].cuda.index,
+}
+
+/* ---- the copies: diagnose ----------------------------------------------------------- */
+/* Placement and sharing causes: unbound threads or buffers, one NUMA node for all GPUs,
+ * a bottleneck the GPUs share. Returns how many were named. */
+static int diagnose_placement(const run *r)
+{
+    int causes = 0, nnuma = r->have_hw ? r->topo.nnodes : 0;
+    for (int i = 0; i < r->ngpus; i++) {
+        const gc_worker *w = &r->gpus[i].worker;
+        if (nnuma > 1 && (!w->bound_cpu || !w->bound_mem)) {
+            printf("  GPU %d: %s%s%s: copies may cross the socket interconnect\n", r->gpus[i].cuda.index,
                    w->bound_cpu ? "" : "its thread is not bound to the GPU's CPUs",
                    !w->bound_cpu && !w->bound_mem ? " and " : "",
                    w->bound_mem ? "" : "its host buffer is not on the GPU's NUMA node");
             causes++;
         }
     }
-    if (have_hw && hw.nnuma > 1 && ngpus > 1 && (!passed || worst_share < 0.90)) {
-        int first = gpus[0].place.numa_node, same = first >= 0;
-        for (int i = 1; i < ngpus; i++)
-            same &= gpus[i].place.numa_node == first;
+    if (nnuma > 1 && r->ngpus > 1 && (!r->passed || r->worst_share < 0.90)) {
+        int first = r->gpus[0].place.numa_node, same = first >= 0;
+        for (int i = 1; i < r->ngpus; i++)
+            same &= r->gpus[i].place.numa_node == first;
         if (same) {
             printf("  All %d GPUs hang off NUMA node %d of %d: one socket's PCIe root complex and memory "
-                   "carry all the copies\n", ngpus, first, hw.nnuma);
+                   "carry all the copies\n", r->ngpus, first, nnuma);
             causes++;
         }
     }
-    if (worst_share < 0.90) {
+    if (r->worst_share < 0.90) {
         printf("  All at once, a GPU reaches only %.0f%% of its speed alone: a bottleneck the GPUs share "
                "(a PCIe switch uplink, a root complex, or the memory or interconnect of a socket)\n",
-               100 * worst_share);
+               100 * r->worst_share);
         causes++;
     }
+    return causes;
+}
+
+static void diagnose(run *r)
+{
+    const gc_cfg *c = r->cfg;
+    r->threshold = c->threshold_per_gpu > 0 ? c->threshold_per_gpu * r->ngpus : c->threshold;
+    r->measured_both = r->pw >= 0 && r->pr >= 0;
+    r->passed = r->measured_both && !r->wrong && !r->copy_errors && r->total_w >= r->threshold &&
+                r->total_r >= r->threshold;
+    printf("Diagnosis:\n");
+    int causes = 0;
+    for (int i = 0; i < r->ngpus; i++) {
+        char why[768];
+        if (gpu_degraded(&r->gpus[i], why, sizeof why)) {
+            printf("  Likely cause: GPU %d (%s): %s\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf, why);
+            causes++;
+        }
+    }
+    causes += print_shared(r, 0, "  ");
+    causes += diagnose_placement(r);
     if (!causes)
         printf("  Every link runs at its maximum and nothing shared limits the GPUs%s\n",
-               passed ? "" : "; a low speed then comes from the host side (IOMMU, memory, CPU power states)");
-    if (!measured_both)
+               r->passed ? "" : "; a low speed then comes from the host side (IOMMU, memory, CPU power states)");
+    if (!r->measured_both)
         printf("  Compliance needs both write and read (--phases): not judged\n");
+}
 
-    int rc = passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
-    if (opt.json_path) {
-        cb_json j;
-        cbj_init(&j);
-        cbj_doc_begin(&j, "gpu-copy", TEST_VERSION, started);
-        cbj_num(&j, "duration_s", duration);
-        cbj_obj_begin(&j, "config");
-        cbj_str(&j, "mode", "copy");
-        cbj_arr_begin(&j, "gpus");
-        for (int i = 0; i < ngpus; i++)
-            cbj_int(&j, NULL, gpus[i].cuda.index);
-        cbj_arr_end(&j);
-        cbj_int(&j, "iterations", (long long)opt.iterations);
-        cbj_int(&j, "alone_iterations", (long long)(ngpus > 1 ? opt.alone_iterations : 0));
-        cbj_arr_begin(&j, "phases");
-        for (int k = 0; k < GC_NKINDS; k++)
-            if (opt.phases & (1u << k))
-                cbj_str(&j, NULL, gc_kind_names[k]);
-        cbj_arr_end(&j);
-        cbj_num(&j, "device_fraction", opt.dev_request ? NAN : opt.fraction);
-        cbj_int(&j, "chunk_bytes", (long long)gpus[0].layout.chunk);
-        cbj_int(&j, "streams_per_direction", opt.streams);
-        cbj_num(&j, "threshold_per_gpu_gbits", opt.threshold_per_gpu > 0 ? opt.threshold_per_gpu : NAN);
-        cbj_str(&j, "sysfs_root", opt.sysfs_root);
-        cbj_str(&j, "cuda", versions);
-        cbj_obj_end(&j);
-        cbj_obj_begin(&j, "metrics");
-        double link_sum = reachable;
-        if (pw >= 0) {
-            cbj_metric(&j, "total_write_speed", total_w, "Gbit/s");
-            cbj_metric(&j, "total_write_speed_bytes", total_w * 1e9 / 8, "B/s");
-            cbj_metric(&j, "aggregate_write_speed", agg_w, "Gbit/s");
-            if (link_sum > 0)
-                cbj_metric(&j, "write_percent_of_link", 100 * total_w / link_sum, "%");
-        }
-        if (pr >= 0) {
-            cbj_metric(&j, "total_read_speed", total_r, "Gbit/s");
-            cbj_metric(&j, "total_read_speed_bytes", total_r * 1e9 / 8, "B/s");
-            cbj_metric(&j, "aggregate_read_speed", agg_r, "Gbit/s");
-            if (link_sum > 0)
-                cbj_metric(&j, "read_percent_of_link", 100 * total_r / link_sum, "%");
-        }
-        if (pb >= 0) {
-            cbj_metric(&j, "bidir_write_speed", bidir_w, "Gbit/s");
-            cbj_metric(&j, "bidir_read_speed", bidir_r, "Gbit/s");
-        }
-        cbj_metric(&j, "theoretical_link_speed", link_sum, "Gbit/s");
-        cbj_metric(&j, "gpus", ngpus, "GPUs");
-        cbj_metric(&j, "degraded_links", degraded_links, "links");
-        cbj_metric(&j, "verified_phases", (double)checked, "phases");
-        cbj_metric(&j, "verification_errors", (double)wrong, "errors");
-        cbj_obj_end(&j);
-        cbj_arr_begin(&j, "gpus");
-        for (int i = 0; i < ngpus; i++) {
-            gpu *g = &gpus[i];
-            cbj_obj_begin(&j, NULL);
-            cbj_int(&j, "cuda_device", g->cuda.index);
-            cbj_str(&j, "name", g->cuda.name);
-            json_gpu_topology(&j, g);
-            cbj_bool(&j, "thread_bound", g->worker.bound_cpu);
-            cbj_bool(&j, "host_buffer_bound", g->worker.bound_mem);
-            cbj_int(&j, "memory_bytes", (long long)g->cuda.total_mem);
-            cbj_int(&j, "device_buffer_bytes", (long long)g->layout.dev_bytes);
-            cbj_int(&j, "host_buffer_bytes", (long long)g->layout.host_bytes);
-            if (pw >= 0)
-                cbj_num(&j, "write_speed_gbits", speed_of(&results[i][pw], GC_H2D));
-            if (pr >= 0)
-                cbj_num(&j, "read_speed_gbits", speed_of(&results[i][pr], GC_D2H));
-            if (pb >= 0) {
-                cbj_num(&j, "bidir_write_speed_gbits", speed_of(&results[i][pb], GC_H2D));
-                cbj_num(&j, "bidir_read_speed_gbits", speed_of(&results[i][pb], GC_D2H));
-            }
-            int aw = find_phase(GC_WRITE, i), ar = find_phase(GC_READ, i);
-            if (aw >= 0)
-                cbj_num(&j, "alone_write_speed_gbits", speed_of(&results[i][aw], GC_H2D));
-            if (ar >= 0)
-                cbj_num(&j, "alone_read_speed_gbits", speed_of(&results[i][ar], GC_D2H));
-            uint64_t e = 0;
-            for (int p = 0; p < nphases; p++)
-                e += results[i][p].dev_errors + results[i][p].host_errors;
-            cbj_int(&j, "verification_errors", (long long)e);
-            cbj_str(&j, "error", g->worker.error);
-            cbj_obj_end(&j);
-        }
-        cbj_arr_end(&j);
-        cbj_obj_begin(&j, "compliance");
-        cbj_num(&j, "threshold", threshold);
-        cbj_bool(&j, "passed", passed);
-        cbj_obj_end(&j);
-        cbj_obj_end(&j);
-        if (cb_json_write(&j, opt.json_path) != 0)
-            rc = CB_EXIT_CANNOT_RUN;
-        cbj_free(&j);
+/* ---- the copies: emit ------------------------------------------------------------ */
+static void copy_json_config(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    const gc_cfg *c = r->cfg;
+    cbj_str(j, "mode", "copy");
+    cbj_arr_begin(j, "gpus");
+    for (int i = 0; i < r->ngpus; i++)
+        cbj_int(j, NULL, r->gpus[i].cuda.index);
+    cbj_arr_end(j);
+    cbj_int(j, "iterations", (long long)c->iterations);
+    cbj_int(j, "alone_iterations", (long long)(r->ngpus > 1 ? c->alone_iterations : 0));
+    cbj_arr_begin(j, "phases");
+    for (int k = 0; k < GC_NKINDS; k++)
+        if (c->phases & (1u << k))
+            cbj_str(j, NULL, gc_kind_names[k]);
+    cbj_arr_end(j);
+    cbj_num(j, "device_fraction", c->dev_request ? NAN : c->fraction);
+    cbj_int(j, "chunk_bytes", (long long)r->gpus[0].layout.chunk);
+    cbj_int(j, "streams_per_direction", c->streams);
+    cbj_num(j, "threshold_per_gpu_gbits", c->threshold_per_gpu > 0 ? c->threshold_per_gpu : NAN);
+    cbj_str(j, "sysfs_root", c->sysfs_root);
+    cbj_str(j, "cuda", r->versions);
+}
+
+static void copy_json_metrics(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    double link_sum = r->reachable;
+    if (r->pw >= 0) {
+        cbj_metric(j, "total_write_speed", r->total_w, "Gbit/s");
+        cbj_metric(j, "total_write_speed_bytes", r->total_w * 1e9 / 8, "B/s");
+        cbj_metric(j, "aggregate_write_speed", r->agg_w, "Gbit/s");
+        if (link_sum > 0)
+            cbj_metric(j, "write_percent_of_link", 100 * r->total_w / link_sum, "%");
     }
+    if (r->pr >= 0) {
+        cbj_metric(j, "total_read_speed", r->total_r, "Gbit/s");
+        cbj_metric(j, "total_read_speed_bytes", r->total_r * 1e9 / 8, "B/s");
+        cbj_metric(j, "aggregate_read_speed", r->agg_r, "Gbit/s");
+        if (link_sum > 0)
+            cbj_metric(j, "read_percent_of_link", 100 * r->total_r / link_sum, "%");
+    }
+    if (r->pb >= 0) {
+        cbj_metric(j, "bidir_write_speed", r->bidir_w, "Gbit/s");
+        cbj_metric(j, "bidir_read_speed", r->bidir_r, "Gbit/s");
+    }
+    cbj_metric(j, "theoretical_link_speed", link_sum, "Gbit/s");
+    cbj_metric(j, "gpus", r->ngpus, "GPUs");
+    cbj_metric(j, "degraded_links", r->degraded_links, "links");
+    cbj_metric(j, "verified_phases", (double)r->checked, "phases");
+    cbj_metric(j, "verification_errors", (double)r->wrong, "errors");
+}
 
+static void copy_json_gpu(cb_json *j, const run *r, int i)
+{
+    const gpu *g = &r->gpus[i];
+    const gc_result *res = r->results[i];
+    cbj_obj_begin(j, NULL);
+    cbj_int(j, "cuda_device", g->cuda.index);
+    cbj_str(j, "name", g->cuda.name);
+    json_gpu_topology(j, g);
+    cbj_bool(j, "thread_bound", g->worker.bound_cpu);
+    cbj_bool(j, "host_buffer_bound", g->worker.bound_mem);
+    cbj_int(j, "memory_bytes", (long long)g->cuda.total_mem);
+    cbj_int(j, "device_buffer_bytes", (long long)g->layout.dev_bytes);
+    cbj_int(j, "host_buffer_bytes", (long long)g->layout.host_bytes);
+    if (r->pw >= 0)
+        cbj_num(j, "write_speed_gbits", speed_of(&res[r->pw], GC_H2D));
+    if (r->pr >= 0)
+        cbj_num(j, "read_speed_gbits", speed_of(&res[r->pr], GC_D2H));
+    if (r->pb >= 0) {
+        cbj_num(j, "bidir_write_speed_gbits", speed_of(&res[r->pb], GC_H2D));
+        cbj_num(j, "bidir_read_speed_gbits", speed_of(&res[r->pb], GC_D2H));
+    }
+    int aw = find_phase(r, GC_WRITE, i), ar = find_phase(r, GC_READ, i);
+    if (aw >= 0)
+        cbj_num(j, "alone_write_speed_gbits", speed_of(&res[aw], GC_H2D));
+    if (ar >= 0)
+        cbj_num(j, "alone_read_speed_gbits", speed_of(&res[ar], GC_D2H));
+    uint64_t e = 0;
+    for (int p = 0; p < r->nphases; p++)
+        e += res[p].dev_errors + res[p].host_errors;
+    cbj_int(j, "verification_errors", (long long)e);
+    cbj_str(j, "error", g->worker.error);
+    cbj_obj_end(j);
+}
+
+static void copy_json_gpus(cb_json *j, const void *ctx)
+{
+    const run *r = ctx;
+    cbj_arr_begin(j, "gpus");
+    for (int i = 0; i < r->ngpus; i++)
+        copy_json_gpu(j, r, i);
+    cbj_arr_end(j);
+}
+
+static int emit(const run *r)
+{
+    int rc = r->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+    if (r->cfg->json_path) {
+        cb_envelope env = {.test = "gpu-copy", .test_version = TEST_VERSION, .started = r->started,
+                           .duration_s = r->duration, .threshold = r->threshold, .passed = r->passed};
+        cb_doc_parts parts = {.config = copy_json_config, .metrics = copy_json_metrics, .extra = copy_json_gpus};
+        if (cb_doc_write(r->cfg->json_path, &env, &parts, r) != 0)
+            rc = CB_EXIT_CANNOT_RUN;
+    }
     results_begin();
-    if (pw >= 0)
-        result_line("Total write speed", "%.2f Gbit/s", total_w);
+    if (r->pw >= 0)
+        result_line("Total write speed", "%.2f Gbit/s", r->total_w);
     else
         result_line("Total write speed", "not measured");
-    if (pr >= 0)
-        result_line("Total read speed", "%.2f Gbit/s", total_r);
+    if (r->pr >= 0)
+        result_line("Total read speed", "%.2f Gbit/s", r->total_r);
     else
         result_line("Total read speed", "not measured");
     fflush(stdout);
-    if (have_hw)
-        gc_hw_free(&hw);
+    return rc;
+}
+
+static int copy_mode(run *r)
+{
+    plan_copies(r);
+    run_copies(r);
+    collect(r);
+    report_links_and_speeds(r);
+    report_alone(r);
+    printf("Verification: %llu GPU phases checked, %llu wrong words\n", (unsigned long long)r->checked,
+           (unsigned long long)r->wrong);
+    diagnose(r);
+    int rc = emit(r);
+    if (r->have_hw)
+        cb_topo_free(&r->topo);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
+    static gc_cfg cfg;
+    static run r;
     cb_prog = "gpu-copy";
-    parse_args(argc, argv);
-    return opt.explain_only ? explain_links() : run_copies();
+    cb_opts_parse(&cmd, &cfg, argc, argv);
+    check_cfg(&cfg);
+    r.cfg = &cfg;
+    return cfg.explain_only ? explain_links(&r) : copy_mode(&r);
 }

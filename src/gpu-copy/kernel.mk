@@ -1,6 +1,9 @@
 # gpu-copy: needs hwloc and nvcc (the CUDA toolkit; the binary links the CUDA runtime
 # statically and needs only the NVIDIA driver where it runs). Its link arithmetic,
-# sysfs reader, plan and their unit tests are plain C and need only hwloc.
+# sysfs reader, plan and their unit tests are plain C and need neither; the program
+# places its threads and buffers with hwloc (src/common/cb_topo.c, $(TOPO_OBJ)).
+# cb-pcie-links (pcie-links.c + pcie.c, the one PCIe link rule that gpu-copy and
+# `cobalt-bench preflight` use) needs neither: it is built everywhere.
 #   make NVCC=/opt/cuda/bin/nvcc NVCC_ARCH=-arch=sm_90   (defaults: PATH, /usr/local/cuda;
 #                                                        every major architecture)
 ifeq ($(origin NVCC),undefined)
@@ -13,33 +16,40 @@ NVCCFLAGS  += -std=c++17 $(NVCC_ARCH) -Xcompiler -Wall,-Wextra,-Wno-unused-param
               -DCB_VERSION='"$(VERSION)"'
 
 GPUCOPY_HDR := $(wildcard src/gpu-copy/*.h)
-GPUCOPY_LIB := $(BUILD)/gpu-copy/pcie.o $(BUILD)/gpu-copy/plan.o $(BUILD)/gpu-copy/locality.o
+GPUCOPY_LIB := $(BUILD)/gpu-copy/pcie.o $(BUILD)/gpu-copy/plan.o
 
-ifeq ($(HWLOC_OK),yes)
+KERNELS += cb-pcie-links
+$(BUILD)/gpu-copy/pcie.o $(BUILD)/gpu-copy/pcie-links.o: src/gpu-copy/pcie.h
+$(BIN)/cb-pcie-links: $(BUILD)/gpu-copy/pcie-links.o $(BUILD)/gpu-copy/pcie.o $(COMMON_LIB)
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(GPUCOPY_LIB) $(BUILD)/gpu-copy/gpu-copy.o: $(GPUCOPY_HDR)
 
+# The plain-C parts' unit tests (links, sysfs, the one link rule, the plan): no hwloc.
 $(BUILD)/tests/test_gpu_copy: tests/c/test_gpu_copy.c tests/c/cb_test.h $(GPUCOPY_LIB) $(GPUCOPY_HDR) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(HWLOC_CFLAGS) -Isrc -DGC_TEST_DATA='"$(CURDIR)/tests/data/gpu-copy"' \
-	    -o $@ $< $(GPUCOPY_LIB) $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Isrc -DGC_TEST_DATA='"$(CURDIR)/tests/data/gpu-copy"' \
+	    -o $@ $< $(GPUCOPY_LIB) $(COMMON_LIB) $(LDLIBS)
 CTESTS += $(BUILD)/tests/test_gpu_copy
 
+ifeq ($(HWLOC_OK),yes)
 # gpu-copy with a host-memory stand-in for CUDA (tests/c/test_gpu_copy_fake_cuda.h): the
 # real program end to end without a GPU, for tests/test_gpu_copy.py. Built with ctest.
-$(BUILD)/tests/gpu-copy-sim: src/gpu-copy/engine.cu tests/c/test_gpu_copy_fake_cuda.h $(BUILD)/gpu-copy/gpu-copy.o $(GPUCOPY_LIB) $(COMMON_LIB)
+$(BUILD)/tests/gpu-copy-sim: src/gpu-copy/engine.cu tests/c/test_gpu_copy_fake_cuda.h $(BUILD)/gpu-copy/gpu-copy.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -DGC_FAKE_CUDA \
 	    -include tests/c/test_gpu_copy_fake_cuda.h -x c++ -c -o $@-engine.o $<
-	$(CXX) -pthread -o $@ $(BUILD)/gpu-copy/gpu-copy.o $@-engine.o $(GPUCOPY_LIB) $(COMMON_LIB) $(HWLOC_LIBS) -lm
+	$(CXX) -pthread -o $@ $(BUILD)/gpu-copy/gpu-copy.o $@-engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB) $(HWLOC_LIBS) -lm
 $(BUILD)/tests/test_gpu_copy: $(BUILD)/tests/gpu-copy-sim
 
 ifeq ($(NVCC_OK),yes)
 KERNELS += gpu-copy
 $(BUILD)/gpu-copy/engine.o: src/gpu-copy/engine.cu $(GPUCOPY_HDR) src/common/cb_common.h VERSION
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(HWLOC_CFLAGS) -c -o $@ $<
+	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
-$(BIN)/gpu-copy: $(BUILD)/gpu-copy/gpu-copy.o $(BUILD)/gpu-copy/engine.o $(GPUCOPY_LIB) $(COMMON_LIB)
+$(BIN)/gpu-copy: $(BUILD)/gpu-copy/gpu-copy.o $(BUILD)/gpu-copy/engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(NVCC) $(NVCC_ARCH) -o $@ $^ $(HWLOC_LIBS) -lpthread -lm
 else

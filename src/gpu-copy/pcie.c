@@ -1,6 +1,7 @@
 /* PCIe link arithmetic, the sysfs view of a GPU's links, and their diagnosis. */
 #define _GNU_SOURCE
 #include "pcie.h"
+#include "../common/cb_common.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -78,14 +79,7 @@ static int read_attr(const char *dir, const char *name, char *buf, size_t len)
     char path[PATH_MAX];
     if (path_join(path, sizeof path, dir, name) != 0)
         return -1;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    if (!fgets(buf, (int)len, f))
-        buf[0] = '\0';
-    fclose(f);
-    buf[strcspn(buf, "\n")] = '\0';
-    return 0;
+    return cb_read_first_line(path, buf, len);
 }
 
 static double attr_speed(const char *dir, const char *name)
@@ -197,7 +191,9 @@ static int cmp_bdf(const void *a, const void *b)
     return strcmp(((const gc_gpu_topo *)a)->bdf, ((const gc_gpu_topo *)b)->bdf);
 }
 
-int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max)
+/* The PCI functions under `root` that pass the filter (NVIDIA GPUs, or everything but
+ * bridges), read with their chains and sorted by address. */
+static int find_devices(const char *root, gc_gpu_topo *out, int max, int nvidia_gpus)
 {
     char dir[PATH_MAX];
     if (path_join(dir, sizeof dir, root, "bus/pci/devices") != 0)
@@ -213,10 +209,15 @@ int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max)
         char path[PATH_MAX], b[64];
         if (path_join(path, sizeof path, dir, e->d_name) != 0)
             continue;
-        if (read_attr(path, "vendor", b, sizeof b) != 0 || strtoul(b, NULL, 0) != GC_NVIDIA_VENDOR)
-            continue;
-        if (read_attr(path, "class", b, sizeof b) != 0 || (strtoul(b, NULL, 0) >> 16) != 0x03)
-            continue; /* not a display controller: audio functions, NVSwitches, bridges */
+        unsigned long cls = read_attr(path, "class", b, sizeof b) == 0 ? strtoul(b, NULL, 0) : 0;
+        if (nvidia_gpus) {
+            if (read_attr(path, "vendor", b, sizeof b) != 0 || strtoul(b, NULL, 0) != GC_NVIDIA_VENDOR)
+                continue;
+            if ((cls >> 16) != 0x03)
+                continue; /* not a display controller: audio functions, NVSwitches, bridges */
+        } else if ((cls >> 16) == 0x06) {
+            continue; /* a bridge: it shows as the upper end of the links below it */
+        }
         if (gc_sysfs_read_gpu(root, e->d_name, &out[n]) == 0)
             n++;
     }
@@ -225,13 +226,32 @@ int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max)
     return n;
 }
 
+int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max)
+{
+    return find_devices(root, out, max, 1);
+}
+
+int gc_sysfs_find_endpoints(const char *root, gc_gpu_topo *out, int max)
+{
+    return find_devices(root, out, max, 0);
+}
+
 /* ---- diagnosis ---------------------------------------------------------------- */
 static double min_known(double a, double b) { return a <= 0 ? b : b <= 0 ? a : a < b ? a : b; }
 
+const char *const gc_link_status_names[4] = {"ok", "idle-low", "degraded", "unknown"};
+
+int gc_class_is_gpu(unsigned pci_class) { return (pci_class >> 16) == 0x03; }
+
 void gc_judge_link(const gc_link *l, int own_link, int idle, gc_link_verdict *v)
 {
+    gc_judge_link_of(l, own_link, 1, idle, v);
+}
+
+void gc_judge_link_of(const gc_link *l, int own_link, int gpu, int idle, gc_link_verdict *v)
+{
     memset(v, 0, sizeof *v);
-    const char *what = own_link ? "the GPU" : "the switch";
+    const char *what = !own_link ? "the switch" : gpu ? "the GPU" : "the device";
     double both_gts = min_known(l->dev_max_gts, l->port_max_gts);
     int both_width = (int)min_known(l->dev_max_width, l->port_max_width);
     v->cur_gbits = gc_link_gbits(l->cur_gts, l->cur_width);
@@ -245,8 +265,16 @@ void gc_judge_link(const gc_link *l, int own_link, int idle, gc_link_verdict *v)
     /* Below what both ends could do (not explained by the port's limit). */
     int width_trained_low = l->cur_width > 0 && both_width > 0 && l->cur_width < both_width;
     int speed_trained_low = l->cur_gts > 0 && both_gts > 0 && l->cur_gts < both_gts * 0.99;
-    v->maybe_power_saving = idle && own_link && speed_trained_low && !v->width_below;
+    v->maybe_power_saving = gpu && idle && own_link && speed_trained_low && !v->width_below;
     v->degraded = v->width_below || (v->speed_below && !v->maybe_power_saving);
+    if (v->degraded)
+        v->status = GC_LINK_DEGRADED;
+    else if (v->maybe_power_saving)
+        v->status = GC_LINK_IDLE_LOW;
+    else if (l->cur_gts <= 0 || l->cur_width <= 0 || l->dev_max_gts <= 0 || l->dev_max_width <= 0)
+        v->status = GC_LINK_UNKNOWN;
+    else
+        v->status = GC_LINK_OK;
 
     char *t = v->text;
     size_t len = sizeof v->text;
@@ -285,6 +313,33 @@ void gc_judge_link(const gc_link *l, int own_link, int idle, gc_link_verdict *v)
     used = strlen(t);
     if (used && t[used - 1] == ' ')
         t[used - 1] = '\0';
+}
+
+int gc_judge_device(const gc_gpu_topo *g, int idle, gc_link_verdict *v, int *link)
+{
+    int gpu = gc_class_is_gpu(g->pci_class);
+    gc_link_verdict own, k_v;
+    int at = -1;
+    memset(&own, 0, sizeof own);
+    own.status = GC_LINK_UNKNOWN;
+    *v = own;
+    for (int k = 0; k < g->nlinks; k++) {
+        gc_judge_link_of(&g->links[k], k == 0, gpu, idle, &k_v);
+        if (k == 0)
+            own = k_v;
+        if (k_v.status == GC_LINK_DEGRADED) {
+            *v = k_v;
+            at = k;
+            break;
+        }
+    }
+    if (at < 0 && g->nlinks > 0) {
+        *v = own;
+        at = 0;
+    }
+    if (link)
+        *link = at;
+    return v->status;
 }
 
 double gc_gpu_path_gbits(const gc_gpu_topo *g)
@@ -378,4 +433,26 @@ double gc_reachable_gbits(const gc_gpu_topo *gpus, int n)
         if (nodes[i].parent < 0)
             total += node_cap(nodes, count, i);
     return total;
+}
+
+void gc_json_link(cb_json *j, const gc_link *l, int own_link, int gpu, int idle)
+{
+    gc_link_verdict v;
+    gc_judge_link_of(l, own_link, gpu, idle, &v);
+    cbj_obj_begin(j, NULL);
+    cbj_str(j, "down", l->down);
+    cbj_str(j, "up", l->up);
+    cbj_int(j, "current_gen", gc_pcie_gen(l->cur_gts));
+    cbj_num(j, "current_speed_gts", l->cur_gts);
+    cbj_int(j, "current_width", l->cur_width);
+    cbj_num(j, "device_max_speed_gts", l->dev_max_gts);
+    cbj_int(j, "device_max_width", l->dev_max_width);
+    cbj_num(j, "port_max_speed_gts", l->port_max_gts);
+    cbj_int(j, "port_max_width", l->port_max_width);
+    cbj_num(j, "theoretical_gbits", v.cur_gbits);
+    cbj_num(j, "max_gbits", v.max_gbits);
+    cbj_bool(j, "degraded", v.degraded);
+    cbj_str(j, "status", gc_link_status_names[v.status]);
+    cbj_str(j, "diagnosis", v.text);
+    cbj_obj_end(j);
 }

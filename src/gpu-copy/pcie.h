@@ -1,7 +1,10 @@
-/* PCIe links of NVIDIA GPUs: the theoretical bandwidth of a link, the chain of links
- * from a GPU up to its root port as Linux sysfs describes it, and the diagnosis of a
- * link that trained below what its ends support. Plain C, no CUDA: the unit tests run
- * it on recorded sysfs trees (tests/data/gpu-copy/). */
+/* PCIe links: the theoretical bandwidth of a link, the chain of links from a device (an
+ * NVIDIA GPU for gpu-copy, any PCIe function for cb-pcie-links) up to its root port as
+ * Linux sysfs describes it, and the diagnosis of a link that trained below what its ends
+ * support. This is the one PCIe link rule of cobalt-bench: gpu-copy judges its GPUs with
+ * it and `cobalt-bench preflight` reports what cb-pcie-links (pcie-links.c) says with it.
+ * Plain C, no CUDA, no hwloc: the unit tests run it on recorded sysfs trees
+ * (tests/data/gpu-copy/, tests/data/sysfs/). */
 #ifndef GC_PCIE_H
 #define GC_PCIE_H
 
@@ -61,11 +64,28 @@ int gc_sysfs_read_gpu(const char *root, const char *bdf, gc_gpu_topo *out);
  * sorted by PCI address. Returns how many (at most max), or -1 if `root` has no PCI
  * device directory. */
 int gc_sysfs_find_gpus(const char *root, gc_gpu_topo *out, int max);
+/* Every PCI function under `root` that is not a bridge (class 0x06xxxx: host bridges,
+ * root ports and switch ports appear as the upper links of the devices below them),
+ * sorted by PCI address. Returns how many (at most max), or -1 as above. */
+int gc_sysfs_find_endpoints(const char *root, gc_gpu_topo *out, int max);
 /* Lower-case a CUDA bus id ("0000:3B:00.0") into sysfs' spelling. */
 void gc_bdf_normalise(char *dst, const char *src);
 
 /* ---- diagnosis ---------------------------------------------------------------- */
+/* The verdict on a link, and on a device's chain of links:
+ *   OK        negotiated at what the device below supports (width and rate)
+ *   IDLE_LOW  only the rate is low, on a GPU's own link read while idle: GPUs lower the
+ *             rate to save power, so this is not a fault yet (look again under load)
+ *   DEGRADED  fewer lanes or a lower rate than the device below supports, whether the
+ *             port above limits it (slot, riser, bifurcation) or the link trained low
+ *   UNKNOWN   the negotiated or supported width or rate is not readable (a virtual or
+ *             legacy PCI device, a VM) and nothing else shows it degraded */
+enum gc_link_status { GC_LINK_OK, GC_LINK_IDLE_LOW, GC_LINK_DEGRADED, GC_LINK_UNKNOWN };
+/* "ok", "idle-low", "degraded", "unknown" (cb-pcie-links' JSON spelling). */
+extern const char *const gc_link_status_names[4];
+
 typedef struct gc_link_verdict {
+    int status;             /* enum gc_link_status */
     int degraded;           /* negotiated below what the device below supports */
     int width_below;        /* negotiated width < the device's maximum */
     int speed_below;        /* negotiated rate < the device's maximum */
@@ -81,6 +101,20 @@ typedef struct gc_link_verdict {
  * NVIDIA GPU lowers its link rate to save power, so a low rate alone is not a fault
  * then). `own_link`: the link is the GPU's own (links[0]). */
 void gc_judge_link(const gc_link *l, int own_link, int idle, gc_link_verdict *v);
+/* The same for any device: `gpu` says whether the device below is a GPU (only a GPU's
+ * own link is excused a low rate while idle; the text names "the GPU" or "the device").
+ * gc_judge_link(l, own, idle, v) is gc_judge_link_of(l, own, 1, idle, v). */
+void gc_judge_link_of(const gc_link *l, int own_link, int gpu, int idle, gc_link_verdict *v);
+/* Whether a PCI class is a GPU's (display and 3D controllers, 0x03xxxx). */
+int gc_class_is_gpu(unsigned pci_class);
+
+/* Judges a device's whole chain (its own link and the uplinks above it): DEGRADED if any
+ * link is, else IDLE_LOW or UNKNOWN from its own link, else OK (an uplink whose state is
+ * unknown does not make the device unknown). `idle`: the state was read while the
+ * device was not busy (it excuses a low rate only on a GPU's own link; the device is a
+ * GPU by its PCI class). *v and *link (may be NULL) receive the deciding link's verdict
+ * and index (-1: no link information). Returns v->status. */
+int gc_judge_device(const gc_gpu_topo *g, int idle, gc_link_verdict *v, int *link);
 
 /* The theoretical bandwidth a GPU can reach through its chain: the slowest negotiated
  * link (Gbit/s per direction; 0 unknown). */
@@ -91,6 +125,14 @@ double gc_gpu_max_gbits(const gc_gpu_topo *g);
 /* What the GPUs can move together per direction through their negotiated links, with
  * every shared uplink limiting the sum of the GPUs below it (Gbit/s). */
 double gc_reachable_gbits(const gc_gpu_topo *gpus, int n);
+
+/* One link as a JSON object (cb_json, src/common): down, up, current_gen,
+ * current_speed_gts, current_width, device_max_speed_gts, device_max_width,
+ * port_max_speed_gts, port_max_width (0: unknown), theoretical_gbits, max_gbits,
+ * degraded, status, diagnosis, judged by gc_judge_link_of. The same in gpu-copy's and
+ * cb-pcie-links' documents. */
+struct cb_json;
+void gc_json_link(struct cb_json *j, const gc_link *l, int own_link, int gpu, int idle);
 
 /* "Gen3 x16 (8.0 GT/s)" or "unknown" */
 void gc_link_name(char *buf, size_t len, double gts, int width);

@@ -1,7 +1,6 @@
 /* gpu-copy's plan: layout, copies, preparation and verification of a phase. */
 #include "plan.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,25 +143,6 @@ void gc_phase_plan_make(const gc_layout *l, int kind, uint64_t iterations, uint6
     }
 }
 
-void gc_region_fill_dev(uint64_t *base, const gc_region *r)
-{
-    for (uint64_t w = 0; w < r->bytes / 8; w++)
-        base[w] = gc_dev_expected(&r->map, r->seed, w);
-}
-
-uint64_t gc_region_check_dev(const uint64_t *base, const gc_region *r, uint64_t *first)
-{
-    uint64_t bad = 0;
-    *first = UINT64_MAX;
-    for (uint64_t w = 0; w < r->bytes / 8; w++)
-        if (base[w] != gc_dev_expected(&r->map, r->seed, w)) {
-            if (!bad)
-                *first = w * 8;
-            bad++;
-        }
-    return bad;
-}
-
 uint64_t gc_region_check_host(const uint64_t *base, const gc_region *r, uint64_t *first)
 {
     const gc_map *m = &r->map;
@@ -179,32 +159,6 @@ uint64_t gc_region_check_host(const uint64_t *base, const gc_region *r, uint64_t
             }
     }
     return bad;
-}
-
-int gc_parse_size(const char *s, size_t *out)
-{
-    char *end;
-    if (!s || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    }
-    if (shift && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
-        end += strlen(end);
-    else if (!shift && strcmp(end, "B") == 0)
-        end++;
-    if (*end != '\0' || (shift && v > (~0ull >> shift)))
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
 }
 
 unsigned gc_parse_phases(const char *s)

@@ -126,17 +126,14 @@ typedef struct gc_phase_plan {
 void gc_phase_plan_make(const gc_layout *l, int kind, uint64_t iterations, uint64_t seed,
                         gc_phase_plan *p);
 
-/* Host-side fill and check of a region (words relative to the region start `base`,
- * which points at the region's first byte). check returns the mismatching words and
- * the byte offset of the first (within the region) in *first. */
-void gc_region_fill_dev(uint64_t *base, const gc_region *r);
-uint64_t gc_region_check_dev(const uint64_t *base, const gc_region *r, uint64_t *first);
+/* Host-side check of a host region after read copies (words relative to the region
+ * start `base`, which points at the region's first byte): the mismatching words, and
+ * the byte offset of the first (within the region) in *first. (The device side is
+ * filled and checked by the engine's kernels; the unit tests' host-memory versions are
+ * in tests/c/test_gpu_copy.c.) */
 uint64_t gc_region_check_host(const uint64_t *base, const gc_region *r, uint64_t *first);
 
 /* ---- options ------------------------------------------------------------------- */
-/* "4G", "512M", "64k", "1073741824" (binary suffixes K M G T, optional "iB"/"B").
- * Returns 0, or -1 if not a size. */
-int gc_parse_size(const char *s, size_t *out);
 /* "write,read,bidir" into a mask of 1 << kind; 0 on error. */
 unsigned gc_parse_phases(const char *s);
 extern const char *const gc_kind_names[GC_NKINDS];

@@ -1,4 +1,4 @@
-/* The workload model (see README: "mem-test workload model").
+/* The workload model (src/mem-test/README.md, "Workload model").
  * Per station, ten stages as in the original COBALT pipeline:
  *   at the input rate R:       NIC->DRAM write, kernel->user copy, user->staging
  *                              transpose (blocks of small_packets), network-exchange
@@ -9,8 +9,6 @@
  * Desired speed = stations x R x (10 + 6 / red) with copies/transposes counted
  * twice: 18 x 3 x (10 + 3) = 702 Gbit/s with the defaults. */
 #include "workload.h"
-
-#include <string.h>
 
 const char *const mt_op_names[MT_NOPS] = {"write", "read", "copy", "transpose"};
 
@@ -32,19 +30,6 @@ static const struct {
     {"dram-to-nic-read", MT_READ, 1, 1},
 };
 
-void mt_params_default(mt_params *p)
-{
-    memset(p, 0, sizeof *p);
-    p->stations = 18;
-    p->input_gbits = 3.0;
-    p->reduction = 2;
-    p->packet_bytes = 9000;
-    p->small_packets = 128;
-    p->large_packets = 1024;
-    p->sample_bytes = 8;
-    p->op_mask = (1u << MT_NOPS) - 1;
-}
-
 const char *mt_params_check(const mt_params *p)
 {
     if (p->stations < 1)
@@ -63,7 +48,7 @@ const char *mt_params_check(const mt_params *p)
         return "block lengths must be at least 1 packet";
     if (p->large_packets % p->small_packets != 0)
         return "--large-block must be a multiple of --small-block";
-    if ((p->large_packets * p->packet_bytes / (size_t)p->reduction) < 64)
+    if ((size_t)p->large_packets * p->packet_bytes / (size_t)p->reduction < 64)
         return "blocks after the reduction are smaller than 64 bytes";
     if (p->op_mask == 0)
         return "--ops selects no operation";
@@ -72,7 +57,7 @@ const char *mt_params_check(const mt_params *p)
 
 double mt_hyperperiod_s(const mt_params *p)
 {
-    return (double)(p->large_packets * p->packet_bytes) * 8.0 / (p->input_gbits * 1e9);
+    return (double)((size_t)p->large_packets * p->packet_bytes) * 8.0 / (p->input_gbits * 1e9);
 }
 
 int mt_stages(const mt_params *p, mt_stage out[MT_NSTAGES])
@@ -82,7 +67,7 @@ int mt_stages(const mt_params *p, mt_stage out[MT_NSTAGES])
         if (!(p->op_mask & (1u << stage_defs[i].op)))
             continue;
         mt_stage *s = &out[n++];
-        size_t packets = stage_defs[i].large ? p->large_packets : p->small_packets;
+        size_t packets = (size_t)(stage_defs[i].large ? p->large_packets : p->small_packets);
         size_t bytes = packets * p->packet_bytes;
         double period = (double)bytes * 8.0 / (p->input_gbits * 1e9);
         if (stage_defs[i].reduced)

@@ -13,8 +13,8 @@ typedef struct mt_params {
     double input_gbits;      /* per station, before reduction */
     int reduction;           /* data reduction factor of the later stages */
     size_t packet_bytes;     /* one UDP packet's payload */
-    size_t small_packets;    /* packets per block, first three stages */
-    size_t large_packets;    /* packets per block, the others */
+    int small_packets;       /* packets per block, first three stages */
+    int large_packets;       /* packets per block, the others */
     size_t sample_bytes;     /* element size of the corner turns */
     unsigned op_mask;        /* 1 << mt_op of the operations to run */
 } mt_params;
@@ -30,7 +30,7 @@ typedef struct mt_stage {
 
 #define MT_NSTAGES 10
 
-void mt_params_default(mt_params *p);
+/* The defaults are those of mem-test's option table (options.c: mt_cmd). */
 /* NULL if the parameters are consistent, else a message naming the problem. */
 const char *mt_params_check(const mt_params *p);
 /* Fills the stages of one station that op_mask selects; returns their count. */

@@ -1,10 +1,10 @@
 # smp-mad-stress: needs libibumad (Debian: libibumad-dev); pthreads.
 # smp-mad-stress-mpi (its MPI mode) also needs mpicc.
-# The window logic and its test fabric need neither, so their unit tests are
-# built everywhere.
+# The window logic and the simulation transport (--simulate) need neither, so
+# their unit tests are built everywhere. Test-only helpers live in tests/c/.
 SMT_SRC_DIR := src/smp-mad-stress
 SMT_CORE    := $(BUILD)/smp-mad-stress/smp_mad.o $(BUILD)/smp-mad-stress/window.o \
-               $(BUILD)/smp-mad-stress/test_fabric.o
+               $(BUILD)/smp-mad-stress/sim_transport.o
 SMT_HEADERS := $(wildcard $(SMT_SRC_DIR)/*.h)
 # rdma-core installs a pkg-config file (a Spack or /opt prefix then works too)
 UMAD_CFLAGS := $(shell pkg-config --cflags libibumad 2>/dev/null)
@@ -23,7 +23,7 @@ $(BUILD)/smp-mad-stress/umad_transport.o: CFLAGS += $(UMAD_CFLAGS)
 $(BIN)/smp-mad-stress: $(BUILD)/smp-mad-stress/smp-mad-stress.o $(BUILD)/smp-mad-stress/umad_transport.o \
                        $(SMT_CORE) $(COMMON_LIB)
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(HWLOC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(LDLIBS)
 
 ifeq ($(SMT_MPI_OK),yes)
 KERNELS += smp-mad-stress-mpi
@@ -35,7 +35,7 @@ $(BUILD)/smp-mad-stress-mpi/smp-mad-stress.o: $(SMT_SRC_DIR)/smp-mad-stress.c $(
 $(BIN)/smp-mad-stress-mpi: $(BUILD)/smp-mad-stress-mpi/smp-mad-stress.o $(BUILD)/smp-mad-stress/umad_transport.o \
                            $(SMT_CORE) $(COMMON_LIB)
 	@mkdir -p $(BIN)
-	$(MPICC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(HWLOC_LIBS) $(LDLIBS)
+	$(MPICC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(LDLIBS)
 else
 SKIPPED += "smp-mad-stress-mpi: mpicc not found (Debian: libopenmpi-dev)"
 endif
@@ -45,8 +45,8 @@ endif
 
 $(BUILD)/tests/test_smp_mad: tests/c/test_smp_mad.c tests/c/cb_test.h $(SMT_CORE) $(SMT_HEADERS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< $(SMT_CORE) $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
-$(BUILD)/tests/test_smp_mad_window: tests/c/test_smp_mad_window.c tests/c/cb_test.h $(SMT_CORE) $(SMT_HEADERS) $(COMMON_LIB)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(SMT_CORE) $(COMMON_LIB) $(LDLIBS)
+$(BUILD)/tests/test_smp_mad_window: tests/c/test_smp_mad_window.c tests/c/cb_test.h tests/c/smp_sim_counts.h $(SMT_CORE) $(SMT_HEADERS) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Isrc -o $@ $< $(SMT_CORE) $(COMMON_LIB) $(HWLOC_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Isrc -o $@ $< $(SMT_CORE) $(COMMON_LIB) $(LDLIBS)
 CTESTS += $(BUILD)/tests/test_smp_mad $(BUILD)/tests/test_smp_mad_window

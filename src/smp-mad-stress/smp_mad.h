@@ -70,8 +70,9 @@ static inline const uint8_t *smp_data(const uint8_t *mad) { return mad + SMP_DAT
 const char *smp_check_response(const uint8_t *resp, const uint8_t *req);
 
 /* Writes the response a device would give to req into resp: GetResp, the
- * request's header, status, and data (SMP_DATA_SIZE bytes). Used by the test
- * fabric, which stands in for absent InfiniBand hardware. */
+ * request's header, status, and data (SMP_DATA_SIZE bytes). Used by the
+ * simulated fabric (sim_transport.c), which stands in for absent InfiniBand
+ * hardware. */
 void smp_make_response(uint8_t *resp, const uint8_t *req, uint16_t status, const uint8_t *data);
 
 /* ---- latency histogram: log-linear buckets, relative error below 1.6% ------ */
@@ -90,7 +91,7 @@ void smp_hist_merge(smp_hist *into, const smp_hist *from);
  * clamped to the observed min and max; 0 for an empty histogram. */
 double smp_hist_quantile(const smp_hist *h, double q);
 double smp_hist_mean(const smp_hist *h);
-/* Bucket index of a value, and the lowest value of a bucket (for tests). */
+/* Bucket index of a value, and the lowest value of a bucket. */
 int smp_hist_index(uint64_t ns);
 uint64_t smp_hist_low(int index);
 

@@ -449,34 +449,49 @@ static int read_values(worker *w)
 }
 
 /* ---- the run ------------------------------------------------------------------- */
-int smt_run(const smt_config *c, smt_result *r)
-{
-    memset(r, 0, sizeof *r);
-    const char *why = smt_config_check(c);
-    if (why) {
-        snprintf(r->error, sizeof r->error, "%s", why);
-        return -1;
-    }
+/* One run's state, through its stages: plan (allocate), open the ports, read the
+ * values to SET, run the workers, collect their counts, free. */
+typedef struct run_state {
+    const smt_config *c;
+    smt_result *r;
     shared sh;
-    memset(&sh, 0, sizeof sh);
-    sh.c = c;
-    sh.dest = calloc((size_t)c->ndests, sizeof *sh.dest);
-    sh.max_dest = calloc((size_t)c->ndests, sizeof *sh.max_dest);
-    sh.set_data = calloc((size_t)c->ndests, sizeof *sh.set_data);
-    worker *ws = calloc((size_t)c->workers, sizeof *ws);
+    worker *ws;
+    int opened;             /* workers whose port is open */
+} run_state;
+
+static int fail(run_state *st, const char *what)
+{
+    if (!st->r->error[0])
+        snprintf(st->r->error, sizeof st->r->error, "%s", what);
+    return -1;
+}
+
+static int plan(run_state *st)
+{
+    const smt_config *c = st->c;
+    smt_result *r = st->r;
+    st->sh.c = c;
+    st->sh.dest = calloc((size_t)c->ndests, sizeof *st->sh.dest);
+    st->sh.max_dest = calloc((size_t)c->ndests, sizeof *st->sh.max_dest);
+    st->sh.set_data = calloc((size_t)c->ndests, sizeof *st->sh.set_data);
+    st->ws = calloc((size_t)c->workers, sizeof *st->ws);
     r->dest = calloc((size_t)c->ndests, sizeof *r->dest);
     r->max_dest_in_flight = calloc((size_t)c->ndests, sizeof *r->max_dest_in_flight);
-    if (!sh.dest || !sh.max_dest || !sh.set_data || !ws || !r->dest || !r->max_dest_in_flight) {
-        snprintf(r->error, sizeof r->error, "out of memory");
-        free(sh.dest); free(sh.max_dest); free(sh.set_data); free(ws);
-        smt_result_free(r);
-        return -1;
-    }
-    int rc = 0, opened = 0;
+    if (!st->sh.dest || !st->sh.max_dest || !st->sh.set_data || !st->ws || !r->dest ||
+        !r->max_dest_in_flight)
+        return fail(st, "out of memory");
+    return 0;
+}
+
+/* Each worker's slots and statistics, and its port. */
+static int open_workers(run_state *st)
+{
+    const smt_config *c = st->c;
+    smt_result *r = st->r;
     /* a worker can hold at most the whole local window */
     for (int k = 0; k < c->workers; k++) {
-        worker *w = &ws[k];
-        w->sh = &sh;
+        worker *w = &st->ws[k];
+        w->sh = &st->sh;
         w->id = k;
         w->nslots = c->local_depth;
         w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
@@ -486,66 +501,80 @@ int smt_run(const smt_config *c, smt_result *r)
             w->free_list[w->nfree++] = i;
         w->stats = calloc((size_t)c->ndests, sizeof *w->stats);
         w->next_dest = (int)((long)k * c->ndests / c->workers); /* spread the starts */
-        if (!w->slots || !w->gen || !w->free_list || !w->stats) {
-            snprintf(r->error, sizeof r->error, "out of memory");
-            rc = -1;
-            break;
-        }
+        if (!w->slots || !w->gen || !w->free_list || !w->stats)
+            return fail(st, "out of memory");
         int e = c->tp->open(c->tp->ctx, k, &w->port, r->error, sizeof r->error);
         if (e != 0) {
             if (!r->error[0])
                 snprintf(r->error, sizeof r->error, "cannot open port for worker %d: %s", k, strerror(-e));
+            return -1;
+        }
+        st->opened++;
+    }
+    return 0;
+}
+
+/* Progress lines on stderr, once a second, until the workers are done. */
+static void watch(run_state *st, int started)
+{
+    const smt_config *c = st->c;
+    shared *sh = &st->sh;
+    uint64_t next = sh->start_ns + 1000000000ULL;
+    while (atomic_load(&sh->finished) < started) {
+        uint64_t now = cb_now_ns();
+        if (c->progress && now >= next && now < sh->end_ns) {
+            fprintf(stderr, "[%6.1f s / %.1f s] %llu MADs answered\n",
+                    (now - sh->start_ns) / 1e9, c->duration_s,
+                    (unsigned long long)atomic_load(&sh->progress_answered));
+            next += 1000000000ULL;
+        }
+        cb_sleep_until_ns(now + 20000000ULL);
+    }
+}
+
+/* Starts the workers on the same tick, waits for them, and times the run. */
+static int run_workers(run_state *st)
+{
+    const smt_config *c = st->c;
+    smt_result *r = st->r;
+    shared *sh = &st->sh;
+    int rc = 0, started = 0;
+    for (int k = 0; k < c->workers; k++, started++)
+        if (pthread_create(&st->ws[k].th, NULL, worker_main, &st->ws[k]) != 0) {
+            snprintf(r->error, sizeof r->error, "cannot start worker thread %d", k);
             rc = -1;
             break;
         }
-        opened++;
-    }
-    if (rc == 0 && c->req.method == SMP_METHOD_SET && read_values(&ws[0]) != 0) {
-        snprintf(r->error, sizeof r->error, "%s", ws[0].error);
-        rc = -1;
-    }
-    if (rc == 0) {
-        int started = 0;
-        for (int k = 0; k < c->workers; k++, started++)
-            if (pthread_create(&ws[k].th, NULL, worker_main, &ws[k]) != 0) {
-                snprintf(r->error, sizeof r->error, "cannot start worker thread %d", k);
-                rc = -1;
-                break;
-            }
-        /* all workers start on the same tick */
-        sh.start_ns = cb_now_ns() + 2000000ULL;
-        sh.end_ns = sh.start_ns + (uint64_t)(c->duration_s * 1e9);
-        sh.last_round_ns = sh.start_ns;
-        if (rc == 0)
-            cb_sleep_until_ns(sh.start_ns);
-        atomic_store(&sh.go, rc == 0 ? 1 : -1);
-        uint64_t next = sh.start_ns + 1000000000ULL;
-        while (rc == 0 && atomic_load(&sh.finished) < started) {
-            uint64_t now = cb_now_ns();
-            if (c->progress && now >= next && now < sh.end_ns) {
-                fprintf(stderr, "[%6.1f s / %.1f s] %llu MADs answered\n",
-                        (now - sh.start_ns) / 1e9, c->duration_s,
-                        (unsigned long long)atomic_load(&sh.progress_answered));
-                next += 1000000000ULL;
-            }
-            cb_sleep_until_ns(now + 20000000ULL);
-        }
-        for (int k = 0; k < started; k++)
-            pthread_join(ws[k].th, NULL);
-        uint64_t last = cb_now_ns();
-        r->elapsed_s = c->duration_s;
-        if (c->round_sync) /* rounds run to completion: the period is theirs */
-            r->elapsed_s = (sh.last_round_ns - sh.start_ns) / 1e9;
-        r->drain_s = last > sh.end_ns ? (last - sh.end_ns) / 1e9 : 0;
-        for (int k = 0; k < c->workers; k++)
-            if (ws[k].error[0] && !r->error[0]) {
-                snprintf(r->error, sizeof r->error, "%s", ws[k].error);
-                rc = -1;
-            }
-    }
-    /* results */
-    for (int k = 0; k < c->workers; k++) {
-        worker *w = &ws[k];
+    sh->start_ns = cb_now_ns() + 2000000ULL;
+    sh->end_ns = sh->start_ns + (uint64_t)(c->duration_s * 1e9);
+    sh->last_round_ns = sh->start_ns;
+    if (rc == 0)
+        cb_sleep_until_ns(sh->start_ns);
+    atomic_store(&sh->go, rc == 0 ? 1 : -1);
+    if (rc == 0)
+        watch(st, started);
+    for (int k = 0; k < started; k++)
+        pthread_join(st->ws[k].th, NULL);
+    if (rc != 0)
+        return rc;
+    uint64_t last = cb_now_ns();
+    r->elapsed_s = c->duration_s;
+    if (c->round_sync) /* rounds run to completion: the period is theirs */
+        r->elapsed_s = (sh->last_round_ns - sh->start_ns) / 1e9;
+    r->drain_s = last > sh->end_ns ? (last - sh->end_ns) / 1e9 : 0;
+    for (int k = 0; k < c->workers; k++)
+        if (st->ws[k].error[0])
+            return fail(st, st->ws[k].error);
+    return 0;
+}
+
+/* The workers' counts into the result, per destination and in total. */
+static void collect(run_state *st)
+{
+    const smt_config *c = st->c;
+    smt_result *r = st->r;
+    for (int k = 0; st->ws && k < c->workers; k++) {
+        worker *w = &st->ws[k];
         for (int d = 0; w->stats && d < c->ndests; d++) {
             smt_dest_stats *a = &r->dest[d], *b = &w->stats[d];
             smt_dest_stats_add(a, b);
@@ -554,12 +583,6 @@ int smt_run(const smt_config *c, smt_result *r)
         }
         r->stale += w->stale;
         r->rounds += w->rounds;
-        if (k < opened)
-            c->tp->close(w->port);
-        free(w->slots);
-        free(w->gen);
-        free(w->free_list);
-        free(w->stats);
     }
     smt_dest_stats *t = &r->total;
     for (int d = 0; d < c->ndests; d++) {
@@ -569,13 +592,52 @@ int smt_run(const smt_config *c, smt_result *r)
         smt_dest_stats_add(t, a);
         if (!t->first_problem[0] && a->first_problem[0])
             snprintf(t->first_problem, sizeof t->first_problem, "%.60s: %.90s", c->dests[d].name, a->first_problem);
-        r->max_dest_in_flight[d] = atomic_load(&sh.max_dest[d]);
+        r->max_dest_in_flight[d] = atomic_load(&st->sh.max_dest[d]);
     }
-    r->max_local_in_flight = atomic_load(&sh.max_local);
-    free(sh.dest);
-    free(sh.max_dest);
-    free(sh.set_data);
-    free(ws);
+    r->max_local_in_flight = atomic_load(&st->sh.max_local);
+}
+
+static void release(run_state *st)
+{
+    for (int k = 0; st->ws && k < st->c->workers; k++) {
+        worker *w = &st->ws[k];
+        if (k < st->opened)
+            st->c->tp->close(w->port);
+        free(w->slots);
+        free(w->gen);
+        free(w->free_list);
+        free(w->stats);
+    }
+    free(st->sh.dest);
+    free(st->sh.max_dest);
+    free(st->sh.set_data);
+    free(st->ws);
+}
+
+int smt_run(const smt_config *c, smt_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const char *why = smt_config_check(c);
+    if (why) {
+        snprintf(r->error, sizeof r->error, "%s", why);
+        return -1;
+    }
+    run_state st;
+    memset(&st, 0, sizeof st);
+    st.c = c;
+    st.r = r;
+    if (plan(&st) != 0) {
+        release(&st);
+        smt_result_free(r);
+        return -1;
+    }
+    int rc = open_workers(&st);
+    if (rc == 0 && c->req.method == SMP_METHOD_SET && read_values(&st.ws[0]) != 0)
+        rc = fail(&st, st.ws[0].error);
+    if (rc == 0)
+        rc = run_workers(&st);
+    collect(&st);
+    release(&st);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  * workers together), sends and receives from each worker thread by polling,
  * times out, retries and counts. It talks to the fabric only through a
  * transport (below): libibumad on a real port (umad_transport.c), or the
- * in-process test fabric (test_fabric.c) that the unit tests and
- * --test-fabric use where there is no InfiniBand. */
+ * in-process simulated fabric (sim_transport.c) that --simulate and the unit
+ * tests use where there is no InfiniBand. */
 #ifndef SMP_WINDOW_H
 #define SMP_WINDOW_H
 
@@ -46,9 +46,9 @@ typedef struct smt_config {
     int dest_depth;     /* -n: MADs on the wire per destination */
     int local_depth;    /* -N: MADs on the wire from the local port */
     int workers;        /* -p */
-    int timeout_ms;     /* -T: per attempt */
+    int timeout_ms;     /* --timeout: per attempt */
     int retries;        /* -r: re-sends after a timeout */
-    double duration_s;  /* -t */
+    double duration_s;  /* -d */
     const smt_transport *tp;
     /* MPI mode: called by the (single) worker before each send round with
      * whether it wants another round; returns whether all ranks go on. NULL:

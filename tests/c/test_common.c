@@ -1,7 +1,14 @@
 /* Unit tests of src/common: option lists, JSON document, atomic writes,
- * results block, clock and hwloc topology. */
+ * results block, clock, the option table and the contract's envelope
+ * (the hwloc wrapper: test_topo.c). */
 #include "cb_test.h"
 #include "common/cb_common.h"
+#include "common/cb_options.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -127,28 +134,205 @@ static void test_clock(void)
     CHECK(strlen(iso) == 20 && iso[10] == 'T' && iso[19] == 'Z');
 }
 
-static void test_topology(void)
+static void test_sizes_durations(void)
 {
-    cb_topo t;
-    CHECK(cb_topo_load(&t) == 0);
-    CHECK(t.nnodes >= 1);
-    int cores = 0;
-    for (int i = 0; i < t.nnodes; i++) {
-        cores += t.nodes[i].ncores;
-        CHECK(t.nodes[i].npus >= t.nodes[i].ncores);
-        CHECK(cb_topo_node(&t, t.nodes[i].os_index) == &t.nodes[i]);
+    uint64_t b;
+    double s;
+    CHECK(cb_parse_size("4096", &b) == 0 && b == 4096);
+    CHECK(cb_parse_size("64K", &b) == 0 && b == 65536);
+    CHECK(cb_parse_size("256M", &b) == 0 && b == 256ULL << 20);
+    CHECK(cb_parse_size("1G", &b) == 0 && b == 1ULL << 30);
+    CHECK(cb_parse_size("2TiB", &b) == 0 && b == 2ULL << 40);
+    CHECK(cb_parse_size("512k", &b) == 0 && b == 512u << 10);
+    CHECK(cb_parse_size("64MB", &b) == 0 && b == 64u << 20);
+    CHECK(cb_parse_size("4096B", &b) == 0 && b == 4096);
+    CHECK(cb_parse_size("G", &b) == -1 && cb_parse_size("4X", &b) == -1);
+    CHECK(cb_parse_size("4KX", &b) == -1 && cb_parse_size("4iB", &b) == -1);
+    CHECK(cb_parse_size("1.5G", &b) == -1);
+    CHECK(cb_parse_size("-1", &b) == -1);
+    CHECK(cb_parse_size("", &b) == -1);
+    CHECK(cb_parse_size("12Q", &b) == -1);
+    CHECK(cb_parse_size("99999999999T", &b) == -1); /* overflows 64 bits */
+    CHECK(cb_parse_duration("10", &s) == 0 && s == 10);
+    CHECK(cb_parse_duration("2.5s", &s) == 0 && s == 2.5);
+    CHECK(cb_parse_duration("500ms", &s) == 0 && fabs(s - 0.5) < 1e-12);
+    CHECK(cb_parse_duration("5m", &s) == 0 && s == 300);
+    CHECK(cb_parse_duration("250us", &s) == 0 && fabs(s - 250e-6) < 1e-15);
+    CHECK(cb_parse_duration("1h", &s) == 0 && s == 3600);
+    CHECK(cb_parse_duration("1d", &s) == 0 && s == 86400);
+    CHECK(cb_parse_duration("-3", &s) == -1);
+    CHECK(cb_parse_duration("3 weeks", &s) == -1);
+    CHECK(cb_parse_duration("nan", &s) == -1);
+}
+
+typedef struct demo_cfg {
+    int count, flag, mode;
+    double duration, rate;
+    size_t chunk;
+    const char *json;
+    cb_intlist nodes;
+    uint64_t key;
+} demo_cfg;
+
+static const char *const demo_modes[] = {"fast", "slow", NULL};
+static const cb_opt demo_opts[] = {
+    {.name = "count", .letter = 'n', .type = CB_OPT_INT, .off = offsetof(demo_cfg, count),
+     .min = 1, .max = 100, .def = "4", .arg = "N", .help = "how many", .section = "Workload:"},
+    {.name = "duration", .letter = 'd', .type = CB_OPT_DURATION, .off = offsetof(demo_cfg, duration),
+     .min = 0.01, .max = 3600, .def = "10", .arg = "SECONDS", .help = "how long"},
+    {.name = "rate", .type = CB_OPT_DOUBLE, .off = offsetof(demo_cfg, rate), .min = 0, .max = 1e6,
+     .def = "2.5", .arg = "GBITS", .help = "rate\nsecond line"},
+    {.name = "chunk", .type = CB_OPT_SIZE, .off = offsetof(demo_cfg, chunk), .min = 4096,
+     .max = 1 << 30, .def = "4M", .arg = "BYTES", .help = "chunk"},
+    {.name = "mode", .letter = 'm', .type = CB_OPT_CHOICE, .off = offsetof(demo_cfg, mode),
+     .choices = demo_modes, .def = "fast", .arg = "MODE", .help = "fast or slow"},
+    {.name = "nodes", .type = CB_OPT_INTLIST, .off = offsetof(demo_cfg, nodes), .min = 0,
+     .max = 7, .arg = "LIST", .help = "nodes"},
+    {.name = "key", .type = CB_OPT_U64, .off = offsetof(demo_cfg, key), .arg = "KEY", .help = "key"},
+    {.name = "flag", .letter = 'f', .type = CB_OPT_FLAG, .off = offsetof(demo_cfg, flag), .help = "a flag"},
+    CB_OPT_JSON_ROW(demo_cfg, json),
+    {.letter = 't', .replaced_by = "duration"},
+    {.name = "time", .replaced_by = "duration"},
+    {0}};
+static const cb_cmd demo_cmd = {.name = "demo", .test_version = "1.0", .opts = demo_opts,
+                                .about = "A demo.\n", .more = "Exit status: 0.\n"};
+
+static int parse_demo(demo_cfg *c, int argc, const char **argv)
+{
+    memset(c, 0, sizeof *c);
+    return cb_opts_parse(&demo_cmd, c, argc, (char **)argv);
+}
+
+static void test_option_table(void)
+{
+    demo_cfg c;
+    const char *none[] = {"demo", NULL};
+    CHECK(parse_demo(&c, 1, none) == 1);
+    CHECK(c.count == 4 && c.duration == 10 && c.rate == 2.5 && c.chunk == 4u << 20);
+    CHECK(c.mode == 0 && c.flag == 0 && c.json == NULL && c.nodes.n == 0 && c.key == 0);
+    CHECK(!cb_opts_given(&demo_cmd, "count") && !cb_opts_given(&demo_cmd, "duration"));
+
+    const char *all[] = {"demo", "-n", "7", "--duration=5m", "--rate", "0.5", "--chunk", "64K",
+                         "-m", "slow", "--nodes", "0-2,5", "--key", "0xff", "-f", "-j", "out.json",
+                         NULL};
+    CHECK(parse_demo(&c, 17, all) == 17);
+    CHECK(c.count == 7 && c.duration == 300 && c.rate == 0.5 && c.chunk == 65536);
+    CHECK(c.mode == 1 && c.flag == 1 && c.key == 255 && strcmp(c.json, "out.json") == 0);
+    CHECK(c.nodes.n == 4 && c.nodes.v[0] == 0 && c.nodes.v[3] == 5);
+    CHECK(cb_opts_given(&demo_cmd, "count") && cb_opts_given(&demo_cmd, "chunk"));
+    CHECK(!cb_opts_given(&demo_cmd, "no-such-option"));
+
+    /* deprecated spellings set the new option (the note goes to stderr) */
+    const char *old[] = {"demo", "-t", "7", NULL};
+    CHECK(parse_demo(&c, 3, old) == 3 && c.duration == 7 && cb_opts_given(&demo_cmd, "duration"));
+    const char *oldlong[] = {"demo", "--time=0.5h", NULL};
+    CHECK(parse_demo(&c, 2, oldlong) == 2 && c.duration == 1800);
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cb_opts_help(&demo_cmd, f);
+    fclose(f);
+    CHECK(strstr(text, "Usage: demo [OPTION]...\nA demo.\n") != NULL);
+    CHECK(strstr(text, "\nWorkload:\n  -n, --count=N             how many (default 4)\n") != NULL);
+    CHECK(strstr(text, "      --rate=GBITS          rate\n                            second line (default 2.5)\n") != NULL);
+    CHECK(strstr(text, "  -f, --flag                a flag\n") != NULL);
+    CHECK(strstr(text, "-t (now --duration)") != NULL && strstr(text, "--time (now --duration)") != NULL);
+    CHECK(strstr(text, "  -h, --help") != NULL && strstr(text, "  -V, --version") != NULL);
+    CHECK(strstr(text, "Exit status: 0.\n") != NULL);
+    free(text);
+}
+
+/* Runs parse_demo in a child; returns its exit status (-1 when it returned). */
+static int exit_of(int argc, const char **argv)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(99);
+        demo_cfg c;
+        parse_demo(&c, argc, argv);
+        _exit(100);
     }
-    CHECK(cores >= 1 && cores <= sysconf(_SC_NPROCESSORS_ONLN));
-    CHECK(cb_topo_node(&t, 99999) == NULL);
-    const cb_numa *n = &t.nodes[0];
-    void *p = cb_alloc_on_node(&t, n->os_index, 1 << 20);
-    CHECK(p != NULL);
-    if (p) {
-        memset(p, 1, 1 << 20);
-        cb_free_on_node(&t, p, 1 << 20);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? (WEXITSTATUS(st) == 100 ? -1 : WEXITSTATUS(st)) : -2;
+}
+
+static void test_option_errors(void)
+{
+    const char *bad[][3] = {
+        {"demo", "-n", "0"},           {"demo", "-n", "x"},          {"demo", "-n", "101"},
+        {"demo", "--duration", "0"},   {"demo", "--duration", "1w"}, {"demo", "--chunk", "1K"},
+        {"demo", "--chunk", "2G"},     {"demo", "--chunk", "1.5M"},  {"demo", "-m", "medium"},
+        {"demo", "--nodes", "0-8"},    {"demo", "--nodes", "a"},     {"demo", "--key", "-1"},
+        {"demo", "--rate", "inf"},     {"demo", "-x", "1"},          {"demo", "--bogus", "1"},
+        {"demo", "stray", "arg"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int rc = exit_of(3, bad[i]);
+        if (rc != 2)
+            fprintf(stderr, "case %zu (%s %s): exit %d\n", i, bad[i][1], bad[i][2], rc);
+        CHECK(rc == 2);
     }
-    CHECK(cb_bind_thread_to_pu(&t, n->core_pu[0]) == 0);
-    cb_topo_free(&t);
+    const char *missing[] = {"demo", "--count", NULL};
+    CHECK(exit_of(2, missing) == 2);
+    const char *help[] = {"demo", "--help", NULL};
+    CHECK(exit_of(2, help) == 0);
+    const char *version[] = {"demo", "-V", NULL};
+    CHECK(exit_of(2, version) == 0);
+    const char *good[] = {"demo", "-n", "3", NULL};
+    CHECK(exit_of(3, good) == -1);
+}
+
+static void part_config(cb_json *j, const void *ctx)
+{
+    cbj_int(j, "count", *(const int *)ctx);
+}
+static void part_metrics(cb_json *j, const void *ctx)
+{
+    cbj_metric(j, "speed", 1.5, "Gbit/s");
+}
+static void part_compliance(cb_json *j, const void *ctx)
+{
+    cbj_int(j, "max_drops", 0);
+}
+
+static void test_read_first_line(void)
+{
+    char path[] = "/tmp/cb-test-line-XXXXXX", buf[16];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, "0x030000\nsecond\n", 16) == 16);
+    close(fd);
+    CHECK(cb_read_first_line(path, buf, sizeof buf) == 0 && strcmp(buf, "0x030000") == 0);
+    CHECK(cb_read_first_line(path, buf, 5) == 0 && strcmp(buf, "0x03") == 0);
+    fd = open(path, O_WRONLY | O_TRUNC);
+    close(fd);
+    CHECK(cb_read_first_line(path, buf, sizeof buf) == 0 && buf[0] == '\0');
+    unlink(path);
+    CHECK(cb_read_first_line(path, buf, sizeof buf) == -1);
+}
+
+static void test_envelope(void)
+{
+    char path[] = "/tmp/cb-test-envelope-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    int count = 3;
+    cb_envelope env = {.test = "demo", .test_version = "1.0", .started = "2026-01-01T00:00:00Z",
+                       .duration_s = 2, .threshold = NAN, .passed = 1};
+    cb_doc_parts parts = {.config = part_config, .metrics = part_metrics,
+                          .compliance = part_compliance};
+    CHECK(cb_doc_write(path, &env, &parts, &count) == 0);
+    const char *doc = slurp(path);
+    CHECK(doc && strstr(doc, "\"test\": \"demo\"") && strstr(doc, "\"test_version\": \"1.0\""));
+    CHECK(doc && strstr(doc, "\"config\": {\n    \"count\": 3"));
+    CHECK(doc && strstr(doc, "\"metrics\": {\n    \"speed\": {\n      \"value\": 1.5,\n"
+                              "      \"unit\": \"Gbit/s\""));
+    CHECK(doc && strstr(doc, "\"threshold\": null") && strstr(doc, "\"max_drops\": 0") &&
+          strstr(doc, "\"passed\": true"));
+    unlink(path);
 }
 
 int main(void)
@@ -157,6 +341,10 @@ int main(void)
     test_json();
     test_results_block();
     test_clock();
-    test_topology();
+    test_sizes_durations();
+    test_option_table();
+    test_option_errors();
+    test_envelope();
+    test_read_first_line();
     CBT_DONE();
 }

@@ -6,6 +6,7 @@
 #include "cb_test.h"
 #include "common/cb_common.h"
 #include "eth-test/eth_proto.h"
+#include "test_eth.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* Unit tests of eth-test's datagram format, parser, per-stream accounting and schedule. */
 #include "cb_test.h"
 #include "eth-test/eth_proto.h"
+#include "test_eth.h"
 
 #include <stdlib.h>
 #include <string.h>

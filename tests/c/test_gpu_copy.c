@@ -1,9 +1,10 @@
 /* Unit tests of gpu-copy's plain-C parts, without a GPU: the PCIe link arithmetic, the
- * sysfs reader and link diagnosis on the trees of tests/data/gpu-copy/, the hwloc
- * locality lookup on a recorded topology, and the copy plan, run on host memory with
- * and without a lost copy (the verification must catch it). */
+ * sysfs reader and the one PCIe link rule (which cb-pcie-links and so preflight use too)
+ * on the trees of tests/data/gpu-copy/ and tests/data/sysfs/, and the copy plan, run on
+ * host memory with and without a lost copy (the verification must catch it). The hwloc
+ * locality lookup is tested with the common wrapper, in tests/c/test_topo.c. */
 #include "cb_test.h"
-#include "gpu-copy/locality.h"
+#include "common/cb_options.h"
 #include "gpu-copy/pcie.h"
 #include "gpu-copy/plan.h"
 
@@ -15,6 +16,30 @@
 #define GC_TEST_DATA "tests/data/gpu-copy"
 #endif
 #define TREE(name) GC_TEST_DATA "/" name
+#define PREFLIGHT_TREE(name) GC_TEST_DATA "/../sysfs/" name "/sys"
+
+/* ---- test-only helpers: host-memory versions of the engine's device kernels ---- */
+/* Fills a device region as the engine's fill kernel does. */
+static void region_fill_dev(uint64_t *base, const gc_region *r)
+{
+    for (uint64_t w = 0; w < r->bytes / 8; w++)
+        base[w] = gc_dev_expected(&r->map, r->seed, w);
+}
+
+/* Checks a device region as the engine's check kernel does: the wrong words, and the
+ * byte offset of the first in *first. */
+static uint64_t region_check_dev(const uint64_t *base, const gc_region *r, uint64_t *first)
+{
+    uint64_t bad = 0;
+    *first = UINT64_MAX;
+    for (uint64_t w = 0; w < r->bytes / 8; w++)
+        if (base[w] != gc_dev_expected(&r->map, r->seed, w)) {
+            if (!bad)
+                *first = w * 8;
+            bad++;
+        }
+    return bad;
+}
 
 static const double GEN3_X16 = 8.0 * 16 * 128 / 130; /* 126.03 Gbit/s */
 
@@ -189,6 +214,71 @@ static void test_judge_cases(void)
     CHECK(!v.degraded && v.cur_gbits == 0);
 }
 
+/* The one PCIe link rule: a verdict per link and per device chain, as cb-pcie-links
+ * reports it to preflight and gpu-copy applies it to its GPUs. */
+static void test_link_status(void)
+{
+    gc_link_verdict v;
+    int at;
+    gc_link ok = {"0000:02:00.0", "0000:00:01.0", 16.0, 16, 16.0, 16, 16.0, 16};
+    gc_judge_link(&ok, 1, 1, &v);
+    CHECK(v.status == GC_LINK_OK && strcmp(gc_link_status_names[v.status], "ok") == 0);
+    gc_link idle = {"0000:02:00.0", "0000:00:01.0", 2.5, 16, 16.0, 16, 16.0, 16};
+    gc_judge_link(&idle, 1, 1, &v);
+    CHECK(v.status == GC_LINK_IDLE_LOW && strcmp(gc_link_status_names[v.status], "idle-low") == 0);
+    gc_judge_link(&idle, 1, 0, &v); /* a GPU under load */
+    CHECK(v.status == GC_LINK_DEGRADED);
+    gc_judge_link_of(&idle, 1, 0, 1, &v); /* a NIC: it does not rest its link */
+    CHECK(v.status == GC_LINK_DEGRADED && strstr(v.text, "the device") != NULL);
+    gc_link none = {"0000:02:00.0", "", 0, 0, 0, 0, 0, 0};
+    gc_judge_link(&none, 1, 1, &v);
+    CHECK(v.status == GC_LINK_UNKNOWN && !v.degraded);
+    /* a width that is readable and low is evidence enough, whatever the rate says */
+    gc_link half = {"0000:02:00.0", "", 0, 8, 0, 16, 0, 0};
+    gc_judge_link(&half, 1, 1, &v);
+    CHECK(v.status == GC_LINK_DEGRADED);
+
+    /* Where the two old rules disagreed: a Gen4 GPU in a Gen3 slot, read idle. preflight's
+     * rule saw only "8.0 of 16.0 GT/s on an idle GPU" and warned (power saving); the rule
+     * sees that the port supports only Gen3, so the rate is not the GPU resting: degraded. */
+    gc_link slot = {"0000:02:00.0", "0000:00:01.0", 8.0, 16, 16.0, 16, 8.0, 16};
+    gc_judge_link(&slot, 1, 1, &v);
+    CHECK(v.status == GC_LINK_DEGRADED && v.port_limits_speed && !v.maybe_power_saving);
+
+    /* a device's chain: a degraded switch uplink decides, even when the own link is fine */
+    gc_gpu_topo g[8];
+    CHECK(gc_sysfs_find_gpus(TREE("gen4-x16"), g, 8) == 2);
+    CHECK(gc_judge_device(&g[0], 1, &v, &at) == GC_LINK_OK && at == 0);
+    g[0].links[1].cur_width = 8;
+    CHECK(gc_judge_device(&g[0], 1, &v, &at) == GC_LINK_DEGRADED && at == 1);
+    CHECK(strstr(v.text, "the switch") != NULL);
+    /* no link information at all: unknown */
+    gc_gpu_topo bare = {.bdf = "0000:05:00.0", .numa_node = -1};
+    CHECK(gc_judge_device(&bare, 1, &v, &at) == GC_LINK_UNKNOWN && at == -1);
+}
+
+/* Every endpoint of the preflight trees (tests/data/sysfs), as cb-pcie-links lists them. */
+static void test_endpoints(void)
+{
+    gc_gpu_topo d[32];
+    int n = gc_sysfs_find_endpoints(PREFLIGHT_TREE("noncompliant"), d, 32);
+    CHECK(n == 5); /* not the host bridge 0000:00:00.0 */
+    static const struct { const char *bdf; int status; } want[] = {
+        {"0000:17:00.0", GC_LINK_OK},
+        {"0000:17:00.1", GC_LINK_DEGRADED},   /* a NIC at 5.0 of 8.0 GT/s */
+        {"0000:3b:00.0", GC_LINK_IDLE_LOW},   /* an idle GPU at 2.5 of 8.0 GT/s */
+        {"0000:5e:00.0", GC_LINK_OK},
+        {"0000:d8:00.0", GC_LINK_DEGRADED},   /* a GPU at x8 of x16 */
+    };
+    for (int i = 0; i < n && i < 5; i++) {
+        gc_link_verdict v;
+        CHECK(strcmp(d[i].bdf, want[i].bdf) == 0);
+        CHECK(gc_judge_device(&d[i], 1, &v, NULL) == want[i].status);
+        CHECK(gc_class_is_gpu(d[i].pci_class) == (want[i].bdf[5] == '3' || want[i].bdf[5] == 'd'));
+    }
+    CHECK(gc_sysfs_find_endpoints(TREE("no-such-tree"), d, 32) == -1);
+}
+
 static void test_sysfs_errors(void)
 {
     gc_gpu_topo g;
@@ -200,27 +290,6 @@ static void test_sysfs_errors(void)
     char b[GC_BDF_LEN];
     gc_bdf_normalise(b, "0000:AF:00.0");
     CHECK(strcmp(b, "0000:af:00.0") == 0);
-}
-
-static void test_hwloc_locality(void)
-{
-    gc_hw hw;
-    CHECK(gc_hw_load(&hw, TREE("hwloc/two-socket-two-gpus.xml")) == 0);
-    if (!hw.topo)
-        return;
-    CHECK(hw.npci >= 3 && !hw.this_system && hw.nnuma == 2);
-    gc_place p;
-    CHECK(gc_hw_locate(&hw, "0000:06:00.0", &p) == 0);
-    CHECK(p.numa_node == 0 && strcmp(p.nodes, "0") == 0);
-    CHECK(strcmp(p.cpus, "0-1") == 0);
-    CHECK(gc_hw_locate(&hw, "0000:14:00.0", &p) == 0 && p.numa_node == 1);
-    CHECK(gc_hw_locate(&hw, "0000:11:00.0", &p) == 0 && p.numa_node == 1);
-    CHECK(strcmp(p.cpus, "2-3") == 0);
-    CHECK(gc_hw_locate(&hw, "0000:99:00.0", &p) == -1 && p.numa_node == -1);
-    /* another machine's topology: no binding through it */
-    CHECK(gc_hw_bind_cpus(&hw, "0") == -1);
-    gc_hw_free(&hw);
-    CHECK(gc_hw_load(&hw, TREE("no-such.xml")) == -1);
 }
 
 static void test_layout(void)
@@ -256,12 +325,12 @@ static uint64_t simulate(const gc_layout *l, int kind, uint64_t K, int lose_last
     gc_phase_plan p;
     gc_phase_plan_make(l, kind, K, 0x1234, &p);
     if (p.fill[0].bytes)
-        gc_region_fill_dev((uint64_t *)(dev + p.fill[0].off), &p.fill[0]);
+        region_fill_dev((uint64_t *)(dev + p.fill[0].off), &p.fill[0]);
     if (p.stage_bytes)
         memcpy(host + p.stage_host_off, dev + p.stage_dev_off, p.stage_bytes);
     for (int f = 1; f < 3; f++)
         if (p.fill[f].bytes)
-            gc_region_fill_dev((uint64_t *)(dev + p.fill[f].off), &p.fill[f]);
+            region_fill_dev((uint64_t *)(dev + p.fill[f].off), &p.fill[f]);
     uint64_t n = gc_phase_copies(l, kind);
     for (uint64_t k = 0; k < K; k++)
         for (uint64_t i = 0; i < n; i++) {
@@ -276,7 +345,7 @@ static uint64_t simulate(const gc_layout *l, int kind, uint64_t K, int lose_last
         }
     uint64_t bad = 0, first;
     if (p.dev_check.bytes)
-        bad += gc_region_check_dev((uint64_t *)(dev + p.dev_check.off), &p.dev_check, &first);
+        bad += region_check_dev((uint64_t *)(dev + p.dev_check.off), &p.dev_check, &first);
     if (p.host_check.bytes)
         bad += gc_region_check_host((uint64_t *)(host + p.host_check.off), &p.host_check, &first);
     free(dev);
@@ -339,16 +408,17 @@ static void test_plan(void)
 
 static void test_options(void)
 {
-    size_t v;
-    CHECK(gc_parse_size("4G", &v) == 0 && v == 4ull << 30);
-    CHECK(gc_parse_size("64M", &v) == 0 && v == 64u << 20);
-    CHECK(gc_parse_size("64MiB", &v) == 0 && v == 64u << 20);
-    CHECK(gc_parse_size("512k", &v) == 0 && v == 512u << 10);
-    CHECK(gc_parse_size("1048576", &v) == 0 && v == 1048576);
-    CHECK(gc_parse_size("4096B", &v) == 0 && v == 4096);
-    CHECK(gc_parse_size("4X", &v) == -1 && gc_parse_size("", &v) == -1);
-    CHECK(gc_parse_size("-1G", &v) == -1 && gc_parse_size("G", &v) == -1);
-    CHECK(gc_parse_size("99999999999T", &v) == -1);
+    /* --device-buffer, --host-buffer and --chunk are the shared size option (CB_OPT_SIZE) */
+    uint64_t v;
+    CHECK(cb_parse_size("4G", &v) == 0 && v == 4ull << 30);
+    CHECK(cb_parse_size("64M", &v) == 0 && v == 64u << 20);
+    CHECK(cb_parse_size("64MiB", &v) == 0 && v == 64u << 20);
+    CHECK(cb_parse_size("512k", &v) == 0 && v == 512u << 10);
+    CHECK(cb_parse_size("1048576", &v) == 0 && v == 1048576);
+    CHECK(cb_parse_size("4096B", &v) == 0 && v == 4096);
+    CHECK(cb_parse_size("4X", &v) == -1 && cb_parse_size("", &v) == -1);
+    CHECK(cb_parse_size("-1G", &v) == -1 && cb_parse_size("G", &v) == -1);
+    CHECK(cb_parse_size("99999999999T", &v) == -1);
     CHECK(gc_parse_phases("write,read,bidir") == 7);
     CHECK(gc_parse_phases("read") == 1u << GC_READ);
     CHECK(gc_parse_phases("write,") == 0 && gc_parse_phases("copy") == 0 && gc_parse_phases("") == 0);
@@ -362,8 +432,9 @@ int main(void)
     test_tree_gen5();
     test_tree_riser();
     test_judge_cases();
+    test_link_status();
+    test_endpoints();
     test_sysfs_errors();
-    test_hwloc_locality();
     test_layout();
     test_plan();
     test_options();

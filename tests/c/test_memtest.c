@@ -1,6 +1,8 @@
-/* Unit tests of mem-test's workload model, memory operations and verification. */
+/* Unit tests of mem-test's workload model, memory operations, verification and
+ * option table. */
 #include "cb_test.h"
 #include "mem-test/memops.h"
+#include "mem-test/options.h"
 #include "mem-test/workload.h"
 
 #include <stdlib.h>
@@ -15,12 +17,21 @@ static void *aligned(size_t n)
     return p;
 }
 
+/* The workload's defaults are the option table's (mem-test has no other copy). */
+static void mt_params_default(mt_params *p)
+{
+    mt_config c;
+    memset(&c, 0, sizeof c);
+    cb_opts_defaults(&mt_cmd, &c);
+    *p = c.p;
+}
+
 static void test_workload(void)
 {
     mt_params p;
     mt_params_default(&p);
     CHECK(mt_params_check(&p) == NULL);
-    /* design.md: 18 x (3 x 10 + 1.5 x 6) = 702 Gbit/s */
+    /* src/mem-test/README.md: 18 x (3 x 10 + 1.5 x 6) = 702 Gbit/s */
     CHECK_NEAR(mt_desired_gbits(&p), 702.0, 1e-6);
     mt_stage st[MT_NSTAGES];
     CHECK(mt_stages(&p, st) == 10);
@@ -145,9 +156,40 @@ static void test_verification(void)
     free(d);
 }
 
+static void test_options(void)
+{
+    mt_config c;
+    const char *none[] = {"mem-test", NULL};
+    mt_config_parse(&c, 1, (char **)none);
+    CHECK(c.p.stations == 18 && c.p.input_gbits == 3.0 && c.p.reduction == 2);
+    CHECK(c.p.packet_bytes == 9000 && c.p.small_packets == 128 && c.p.large_packets == 1024);
+    CHECK(c.p.sample_bytes == 8 && c.p.op_mask == (1u << MT_NOPS) - 1);
+    CHECK(c.duration_s == 10 && c.threshold == 99.75 && !c.max_mode && !c.quiet);
+    CHECK(c.nodes.n == 0 && c.threads_per_domain == 0 && c.json_path == NULL);
+
+    const char *some[] = {"mem-test", "--packet-size", "9K", "--ops", "copy,read", "-d", "2m",
+                          "-r", "8", "-n", "0-1", "-T", "2", "-t", "90", "-m", "-q", NULL};
+    mt_config_parse(&c, 17, (char **)some);
+    CHECK(c.p.packet_bytes == 9216 && c.p.op_mask == ((1u << MT_COPY) | (1u << MT_READ)));
+    CHECK(c.duration_s == 120 && c.max_mode && c.quiet && c.threshold == 90);
+    CHECK(c.nodes.n == 2 && c.nodes.v[1] == 1 && c.threads_per_domain == 2);
+    CHECK_NEAR(mt_desired_gbits(&c.p), 8.0, 1e-9); /* --desired-rate scales the input rate */
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cb_opts_help(&mt_cmd, f);
+    fclose(f);
+    CHECK(strstr(text, "702 Gbit/s") && strstr(text, "Exit status"));
+    CHECK(strstr(text, "--stations=N") && strstr(text, "(default 18)"));
+    CHECK(strstr(text, "--packet-size=BYTES") && strstr(text, "(default 9000)"));
+    free(text);
+}
+
 int main(void)
 {
     test_workload();
+    test_options();
     test_ops();
     test_transpose_shape(128, 1125, 8);
     test_transpose_shape(1024, 1125, 8);

@@ -1,9 +1,9 @@
 /* Unit tests of smp-mad-stress's pieces without a fabric: SMP encoding and
  * response checks, destinations, attributes, the latency histogram, durations
- * and the test fabric's description. */
+ * and the simulated fabric's description. */
 #include "cb_test.h"
 #include "smp-mad-stress/smp_mad.h"
-#include "smp-mad-stress/test_fabric.h"
+#include "smp-mad-stress/sim_transport.h"
 
 #include <math.h>
 #include <string.h>
@@ -180,23 +180,23 @@ static void test_duration(void)
     CHECK(smp_parse_duration("", 1e3, &ns) != 0);
 }
 
-static void test_fabric_parse(void)
+static void test_sim_parse(void)
 {
-    tf_params p;
-    tf_params_default(&p);
-    CHECK(tf_parse("rtt=45us,service=175us,queue=20", &p) == NULL);
+    smt_sim_params p;
+    smt_sim_params_default(&p);
+    CHECK(smt_sim_parse("rtt=45us,service=175us,queue=20", &p) == NULL);
     CHECK(p.rtt_ns == 45000 && p.service_ns == 175000 && p.queue == 20);
-    CHECK(tf_parse("loss=0.25,error=0.5,jitter=1ms,seed=7,dead=3:0x10", &p) == NULL);
+    CHECK(smt_sim_parse("loss=0.25,error=0.5,jitter=1ms,seed=7,dead=3:0x10", &p) == NULL);
     CHECK(p.loss == 0.25 && p.error == 0.5 && p.jitter_ns == 1000000 && p.seed == 7);
     CHECK(p.ndead == 2 && p.dead[0] == 3 && p.dead[1] == 16);
-    CHECK(tf_parse("loss=2", &p) != NULL);
-    CHECK(tf_parse("rtt=fast", &p) != NULL);
-    CHECK(tf_parse("speed=1", &p) != NULL);
-    CHECK(tf_parse("rtt", &p) != NULL);
-    CHECK(tf_parse("queue=-1", &p) != NULL);
-    CHECK(tf_parse("dead=0", &p) != NULL);
+    CHECK(smt_sim_parse("loss=2", &p) != NULL);
+    CHECK(smt_sim_parse("rtt=fast", &p) != NULL);
+    CHECK(smt_sim_parse("speed=1", &p) != NULL);
+    CHECK(smt_sim_parse("rtt", &p) != NULL);
+    CHECK(smt_sim_parse("queue=-1", &p) != NULL);
+    CHECK(smt_sim_parse("dead=0", &p) != NULL);
     char buf[256];
-    tf_describe(&p, buf, sizeof buf);
+    smt_sim_describe(&p, buf, sizeof buf);
     CHECK(strstr(buf, "service=175us") && strstr(buf, "dead=3:16"));
 }
 
@@ -208,6 +208,6 @@ int main(void)
     test_encode_dr();
     test_hist();
     test_duration();
-    test_fabric_parse();
+    test_sim_parse();
     CBT_DONE();
 }

@@ -1,13 +1,14 @@
 /* Unit tests of smp-mad-stress's window logic, driven through the in-process
- * test fabric (there is no InfiniBand here): the window limits hold (checked
- * by the fabric, independently of the window's own bookkeeping), every MAD is
+ * simulated fabric of the --simulate transport (there is no InfiniBand here):
+ * the window limits hold (checked by the fabric, independently of the window's
+ * own bookkeeping: smp_sim_counts.h), every MAD is
  * answered or timed out, timeouts/retries/drops add up, responses are
  * verified, and throughput rises with the queue depth until the destination
  * or the local window binds, as the tool's document measured on a switch.
  *
  * Timing-based checks use generous margins: this runs on a shared machine. */
 #include "cb_test.h"
-#include "smp-mad-stress/test_fabric.h"
+#include "smp_sim_counts.h"
 #include "smp-mad-stress/window.h"
 
 #include <stdio.h>
@@ -15,14 +16,14 @@
 #include <string.h>
 
 typedef struct trial {
-    const char *fabric;     /* test fabric description */
+    const char *fabric;     /* simulated fabric description */
     int ndests;             /* LIDs 1..ndests */
     int direct;             /* directed routes 0,1 .. 0,ndests instead */
     int n, N, workers, timeout_ms, retries, method;
     double seconds;
     /* out */
     smt_result r;
-    tf_counts dest[16], total;
+    sim_counts dest[16], total;
     double rate;
     int rc;
 } trial;
@@ -42,9 +43,9 @@ static int corrupting_poll(void *port, uint64_t wait_us, smt_reply *out, int max
 
 static void run(trial *t, int corrupt)
 {
-    tf_params p;
-    tf_params_default(&p);
-    const char *why = tf_parse(t->fabric, &p);
+    smt_sim_params p;
+    smt_sim_params_default(&p);
+    const char *why = smt_sim_parse(t->fabric, &p);
     if (why) {
         fprintf(stderr, "bad fabric %s: %s\n", t->fabric, why);
         exit(2);
@@ -58,8 +59,8 @@ static void run(trial *t, int corrupt)
             snprintf(s, sizeof s, "%d", i + 1);
         smp_dest_parse(s, t->direct, &dests[i]);
     }
-    test_fabric *f = tf_create(&p, dests, t->ndests);
-    smt_transport tp = tf_transport(f);
+    smt_sim *f = smt_sim_create(&p, dests, t->ndests);
+    smt_transport tp = smt_sim_transport(f);
     if (corrupt) {
         inner = tp;
         tp.poll = corrupting_poll;
@@ -79,10 +80,10 @@ static void run(trial *t, int corrupt)
     };
     t->rc = smt_run(&c, &t->r);
     for (int i = 0; i < t->ndests; i++)
-        tf_dest_counts(f, i, &t->dest[i]);
-    tf_total_counts(f, &t->total);
+        sim_dest_counts(f, i, &t->dest[i]);
+    sim_total_counts(f, &t->total);
     t->rate = t->r.elapsed_s > 0 ? t->r.total.answered_in_time / t->r.elapsed_s : 0;
-    tf_destroy(f);
+    smt_sim_destroy(f);
 }
 
 /* Every MAD sent is accounted for, in total and per destination. */
@@ -295,13 +296,13 @@ static int five_rounds(void *arg, int want_more)
 
 static void test_rounds(void)
 {
-    tf_params p;
-    tf_params_default(&p);
-    tf_parse("rtt=1ms", &p);
+    smt_sim_params p;
+    smt_sim_params_default(&p);
+    smt_sim_parse("rtt=1ms", &p);
     smp_dest d;
     smp_dest_parse("7", 0, &d);
-    test_fabric *f = tf_create(&p, &d, 1);
-    smt_transport tp = tf_transport(f);
+    smt_sim *f = smt_sim_create(&p, &d, 1);
+    smt_transport tp = smt_sim_transport(f);
     smt_config c = {.req = {.method = SMP_METHOD_GET, .attr = 0x11}, .dests = &d, .ndests = 1,
                     .dest_depth = 3, .local_depth = 8, .workers = 1, .timeout_ms = 100,
                     .duration_s = 5, .tp = &tp, .round_sync = five_rounds};
@@ -314,7 +315,7 @@ static void test_rounds(void)
     /* rounds need one destination and one worker */
     c.workers = 2;
     CHECK(smt_config_check(&c) != NULL);
-    tf_destroy(f);
+    smt_sim_destroy(f);
 }
 
 static void test_config_check(void)

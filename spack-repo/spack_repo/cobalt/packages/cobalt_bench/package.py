@@ -1,7 +1,10 @@
 # cobalt-bench: Spack recipe for the suite itself.
 #
 # It drives the project's own Makefile (`make`, `make install PREFIX=...`), so a Spack
-# install is the same tree as `make install`: bin/<kernels>, modulefiles/cobalt-bench/,
+# install is the same tree as `make install`: bin/<kernels>, the Python package cobalt_bench
+# in lib/cobalt-bench/python (installed by the Makefile with `pip --target`, using Spack's
+# python, py-pip and py-setuptools) with its console scripts linked into bin/
+# (cobalt-bench, cb-linktest-report), modulefiles/cobalt-bench/,
 # share/cobalt-bench/{jobs,reframe_checks,site-configs}. The variants decide which of the
 # optional kernels the Makefile builds, through its WITH_<PART>=yes|no switches.
 
@@ -68,8 +71,17 @@ class CobaltBench(MakefilePackage, CudaPackage):
     depends_on("gmake", type="build")
     depends_on("pkgconfig", type="build")  # the Makefile finds hwloc with pkg-config
 
+    # The Python package (pyproject.toml): built and installed with pip and setuptools; the
+    # command's report and linktest-report draw with matplotlib and numpy, the site
+    # configurations read references.yaml with PyYAML.
+    depends_on("python@3.9:", type=("build", "run"))
+    depends_on("py-pip", type="build")
+    depends_on("py-setuptools@64:", type="build")
+    depends_on("py-numpy", type="run")
+    depends_on("py-matplotlib", type="run")
+    depends_on("py-pyyaml", type="run")
+
     depends_on("hwloc@2:")
-    depends_on("numactl")
     depends_on("mpi", when="+mpi")
     depends_on("rdma-core", when="+ibumad")
 
@@ -96,7 +108,9 @@ class CobaltBench(MakefilePackage, CudaPackage):
 
     @property
     def install_targets(self):
-        return ["install", f"PREFIX={self.prefix}"] + self._make_args()
+        # PYTHON: the Makefile installs the package with it, and its console scripts run it.
+        return (["install", f"PREFIX={self.prefix}", f"PYTHON={self.spec['python'].command.path}"]
+                + self._make_args())
 
     @run_after("install")
     def check_variant_kernels(self):
@@ -126,13 +140,15 @@ class CobaltBench(MakefilePackage, CudaPackage):
 
     def setup_run_environment(self, env: EnvironmentModifications) -> None:
         # The same variables as modulefiles/cobalt-bench/*.lua sets for a make-install tree,
-        # so jobs/*.slurm and the ReFrame site configs work with either module.
+        # so jobs/*.slurm and the ReFrame site configs (which import cobalt_bench) work with
+        # either module.
         share = self._share()
         env.set("COBALT_BENCH_ROOT", self.prefix)
         env.set("COBALT_BENCH_VERSION", self._tree_version())
         env.set("COBALT_BENCH_JOBS", join_path(share, "jobs"))
         env.set("COBALT_BENCH_CHECKS", join_path(share, "reframe_checks"))
         env.set("COBALT_BENCH_SITE_CONFIGS", join_path(share, "site-configs"))
+        env.prepend_path("PYTHONPATH", join_path(self.prefix.lib, "cobalt-bench", "python"))
 
     # ---- spack test run cobalt-bench ---------------------------------------------------
     def _kernels(self):

@@ -3,15 +3,16 @@ where a run's results go, where the site's references are, and ReFrame's logging
 
 A site's config.py does:
 
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import cobalt_site
-    SITE = cobalt_site.Site('<site>', __file__)
+    from cobalt_bench.reframe.site import Site
+    SITE = Site('<site>', __file__)
 
-and uses SITE.name, SITE.root, SITE.prefix, SITE.general(), SITE.storage() and
-SITE.logging().
+and uses SITE.name, SITE.root (the cobalt-bench tree, from cobalt_bench.paths),
+SITE.prefix, SITE.general(), SITE.storage() and SITE.logging(). ReFrame must run with a
+Python that imports cobalt_bench: the checkout's .venv (bootstrap.sh installs the package
+there), or any ReFrame with the cobalt-bench module loaded (it sets PYTHONPATH).
 
 Where things go (one directory per run, for the report tool):
-  ${COBALT_BENCH_RESULTS:-<checkout>/results}/<site>/<run-id>/
+  ${COBALT_BENCH_RESULTS:-<tree>/results}/<site>/<run-id>/
       output/    test outputs (stdout, stderr, job script, the kernels' --json files)
       stage/     working directories (removed for tests that pass)
       perflogs/  ReFrame performance logs
@@ -28,28 +29,21 @@ differently, copy the site directory and edit the copy's references.yaml; never 
 import os
 import time
 
-
-def _cobalt_root(site_dir):
-    '''The cobalt-bench tree a site directory belongs to.
-
-    A checkout: ROOT/site-configs/<site>/; a `make install` tree:
-    ROOT/share/cobalt-bench/site-configs/<site>/. Either way ROOT holds bin/ and
-    modulefiles/.'''
-    candidates = [os.path.join(site_dir, '..', '..'),
-                  os.path.join(site_dir, '..', '..', '..', '..'),
-                  os.environ.get('COBALT_BENCH_ROOT')]
-    for c in candidates:
-        if c and os.path.isdir(os.path.join(c, 'modulefiles', 'cobalt-bench')):
-            return os.path.realpath(c)
-
-    return os.path.realpath(os.path.join(site_dir, '..', '..'))
+from .. import paths
 
 
 class Site:
     def __init__(self, name, config_file):
         self.name = name
         self.dir = os.path.dirname(os.path.abspath(config_file))
-        self.root = _cobalt_root(self.dir)
+        # The tree this site directory belongs to (a site copied out of any tree: the
+        # module's $COBALT_BENCH_ROOT, or the package's tree): its bin/ and results/.
+        self.root = paths.root(inside=self.dir)
+        if self.root is None:
+            raise RuntimeError(
+                f'site {name!r}: neither {self.dir} nor the cobalt_bench package '
+                f'({paths.PACKAGE_DIR}) is in a cobalt-bench tree (checkout or `make install` '
+                'prefix); set COBALT_BENCH_ROOT to one')
         self.prefix = self._run_prefix()
         # ReFrame's reference prefix (--reference-prefix, RFM_REFERENCE_PREFIX) is where
         # checks' external references are looked up. ReFrame 4.10.4 reads it as

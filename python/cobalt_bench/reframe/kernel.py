@@ -1,8 +1,8 @@
 '''The base of every check that runs one of cobalt-bench's own kernels.
 
 A kernel (mem-test, gpu-copy, eth-test-receive, ...) writes the JSON document of the kernel
-contract (design.md): sanity and every performance variable come from it, not from the
-human text. What a site is judged by comes from the site:
+contract (docs/kernel-contract.md): sanity and every performance variable come from it, not
+from the human text. What a site is judged by comes from the site:
   - the workload: the partition's `extras['<opts_extra>']` in the site config (or
     `-S <check>.kernel_opts='...'` on the command line; empty: the kernel's own defaults,
     the compliance workload);
@@ -12,10 +12,16 @@ human text. What a site is judged by comes from the site:
 The kernel comes from PATH, which the site provides (the `cobalt-bench` module, or PATH in
 the partition's env_vars).
 
-A check file uses it as:
+What follows from the kernel's name is derived from it: a check sets `kernel = 'mem-test'`
+and gets `executable = 'mem-test'`, `json_file = 'mem-test.json'` and the site setting
+`opts_extra = 'mem_test_opts'`; it sets any of them only where it differs.
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'lib'))
-    from cobalt_kernel import KernelJsonTest
+    from cobalt_bench.reframe import KernelJsonTest
+
+    @rfm.simple_test
+    class MemTest(KernelJsonTest):
+        kernel = 'mem-test'
+        metric_units = {'measured_speed': 'Gbit/s', ...}
 '''
 
 import json
@@ -27,13 +33,17 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
+from .settings import SETTINGS, SiteSettings
+
+__all__ = ['KernelJsonTest']
+
 
 @sn.deferrable
 def _json_metric(doc_fn, name):
     return doc_fn()['metrics'][name]['value']
 
 
-class KernelJsonTest(rfm.RunOnlyRegressionTest):
+class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
     '''Runs `executable` with the site's options and `--json`, judges its JSON document.'''
 
     valid_systems = ['*']
@@ -45,17 +55,19 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest):
     #: Per-site references: <reference_prefix>/references.yaml, entry <check class>.
     reference = {'$ref': 'references.yaml'}
 
-    #: The `test` field the JSON document must carry (the kernel's name).
+    #: The kernel's name: the `test` field its JSON document must carry, and (unless set)
+    #: the executable.
     kernel = variable(str)
 
-    #: Kernel options; None: the partition's extras[opts_extra] (if any).
+    #: Kernel options; None: the partition's extras[opts_extra] (or the setting's default).
     kernel_opts = variable(str, type(None), value=None)
 
-    #: The partition extras key holding this kernel's options.
-    opts_extra = variable(str)
+    #: The site setting (partition extras key) holding this kernel's options; None:
+    #: '<kernel>_opts' with '-' as '_' (mem-test: 'mem_test_opts').
+    opts_extra = variable(str, type(None), value=None)
 
-    #: Name of the kernel's JSON document in the stage directory.
-    json_file = variable(str, value='result.json')
+    #: Name of the kernel's JSON document in the stage directory; None: '<kernel>.json'.
+    json_file = variable(str, type(None), value=None)
 
     #: Metrics the document must have, with the unit the contract gives them. Every other
     #: numeric metric becomes a performance variable too (recorded, and judged where the
@@ -65,8 +77,21 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest):
     #: Exit codes that mean "ran" (judged by references): 0 compliant, 1 not compliant.
     ran_exit_codes = variable(list, value=[0, 1])
 
+    #: One task with every CPU of the node (for kernels that place their own threads).
+    whole_node = variable(bool, value=False)
+
     @run_after('init')
-    def keep_json(self):
+    def derive_from_kernel(self):
+        if not hasattr(self, 'executable'):     # a check that names none runs the kernel
+            self.executable = self.kernel
+        if self.opts_extra is None:
+            self.opts_extra = self.kernel.replace('-', '_') + '_opts'
+        if self.opts_extra not in SETTINGS:
+            raise ValueError(f'{type(self).__name__}: opts_extra {self.opts_extra!r} is not '
+                             'a site setting (declare it in cobalt_bench.reframe.settings)')
+        if self.json_file is None:
+            self.json_file = f'{self.kernel}.json'
+
         # The JSON document goes to the output directory with stdout, for the report.
         self.keep_files = [self.json_file]
 
@@ -74,9 +99,15 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest):
     def set_options(self):
         opts = self.kernel_opts
         if opts is None:
-            opts = self.current_partition.extras.get(self.opts_extra, '')
+            opts = self.site_setting(self.opts_extra)
 
         self.executable_opts = shlex.split(opts) + ['--json', self.json_file]
+
+    @run_after('setup')
+    def use_whole_node(self):
+        num_cpus = self.current_partition.processor.num_cpus
+        if self.whole_node and num_cpus:
+            self.num_cpus_per_task = num_cpus
 
     def _doc(self):
         '''The kernel's --json document (parsed once).'''
@@ -130,3 +161,4 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest):
             name: sn.make_performance_function(_json_metric(self._doc, name), unit)
             for name, unit in units.items()
         }
+

@@ -16,7 +16,9 @@ What differs between versions and is handled here: 5.x latency starts at size 0,
 column (Pass/Fail). A comparison table with several value columns of the same name (as in
 the SJTU document, one column per cluster) parses too: every column is kept, in order.
 
-No ReFrame here: the checks (osu.py) and the tests use it alike.
+No ReFrame here: the OSU checks (cobalt_bench.reframe.osu), the report's plots
+(cobalt_bench.plots) and the tests use it alike. What each benchmark prints when run without
+options (its title, sizes and metrics) is declared here too, for the same readers.
 '''
 
 import re
@@ -41,6 +43,56 @@ _PARAM_BRACKETS = re.compile(r'\[\s*([^]:]+?)\s*:\s*([^]]*?)\s*\]')
 _PARAM_LINE = re.compile(r'^#\s*(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>.*?)\.?\s*$')
 _COLUMNS = re.compile(r'^#\s*Size\b(?P<rest>.*)$')
 _ROW = re.compile(r'^(?P<size>\d+)(?P<rest>(?:\s+\S+)+)\s*$')
+
+
+
+
+def _powers_of_two(first, last):
+    return [1 << i for i in range(first, last + 1)]
+
+
+# What each benchmark measures when run without options (OSU 5.x; 7.x has no size 0, and
+# its allreduce starts at 1 where 5.x, counting floats, starts at 4). A site narrows
+# this with extras['osu_sizes'] (a size a benchmark does not measure is not declared
+# for it).
+DEFAULT_SIZES = {
+    'osu_latency': [0] + _powers_of_two(0, 22),
+    'osu_bw': _powers_of_two(0, 22),
+    'osu_bibw': _powers_of_two(0, 22),
+    'osu_mbw_mr': _powers_of_two(0, 22),
+    'osu_bcast': _powers_of_two(0, 20),
+    'osu_allreduce': _powers_of_two(2, 20),
+    'osu_alltoall': _powers_of_two(0, 20),
+}
+
+# The title each benchmark prints (5.x and 7.x alike).
+TITLES = {
+    'osu_latency': 'OSU MPI Latency Test',
+    'osu_bw': 'OSU MPI Bandwidth Test',
+    'osu_bibw': 'OSU MPI Bi-Directional Bandwidth Test',
+    'osu_mbw_mr': 'OSU MPI Multiple Bandwidth / Message Rate Test',
+    'osu_bcast': 'OSU MPI Broadcast Latency Test',
+    'osu_allreduce': 'OSU MPI Allreduce Latency Test',
+    'osu_alltoall': 'OSU MPI All-to-All Personalized Exchange Latency Test',
+}
+
+# The metrics each benchmark must report.
+REQUIRED_METRICS = {
+    'osu_latency': ['latency'],
+    'osu_bw': ['bandwidth'],
+    'osu_bibw': ['bandwidth'],
+    'osu_mbw_mr': ['bandwidth', 'message_rate'],
+    'osu_bcast': ['latency'],
+    'osu_allreduce': ['latency'],
+    'osu_alltoall': ['latency'],
+}
+
+# The units of the metrics this module names from OSU's column headers.
+METRIC_UNITS = {metric: unit for metric, unit in _KNOWN_COLUMNS.values()
+                if metric not in ('iterations', 'validation')}
+
+# Columns that are not measurements.
+NOT_PERFORMANCE = {'iterations', 'validation'}
 
 
 class OsuParseError(ValueError):

@@ -1,5 +1,5 @@
-/* The in-process test fabric: see test_fabric.h. */
-#include "test_fabric.h"
+/* The simulated fabric, a transport without InfiniBand: see sim_transport.h. */
+#include "sim_state.h"
 #include "../common/cb_common.h"
 
 #include <errno.h>
@@ -7,46 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct tf_dest {
-    smp_dest d;
-    int dead;
-    pthread_mutex_t lock;
-    uint64_t busy_until;      /* when the agent is free again */
-    uint64_t *starts;         /* service start times of MADs accepted, increasing */
-    size_t head, count, cap;  /* a ring */
-    uint16_t attr;            /* the value kept: one attribute and modifier */
-    uint32_t mod;
-    int have_value;
-    uint8_t value[SMP_DATA_SIZE];
-    _Atomic int in_flight, max_in_flight;
-    _Atomic uint64_t sent, lost, dropped, answered, errors;
-} tf_dest;
-
-struct test_fabric {
-    tf_params p;
-    tf_dest *dests;
-    int ndests;
-    int *table;               /* open addressing: destination index + 1 */
-    size_t table_size;
-    _Atomic int in_flight, max_in_flight;
-};
-
-typedef struct event {
+typedef struct sim_event {
     uint64_t due;
     int dest;                 /* -1: a destination the fabric does not have */
     smt_reply rep;
-} event;
+} sim_event;
 
-typedef struct tf_port {
-    test_fabric *f;
-    event **heap;             /* min-heap on due */
+typedef struct sim_port {
+    smt_sim *f;
+    sim_event **heap;             /* min-heap on due */
     size_t n, cap;
-    event **pool;             /* free events */
+    sim_event **pool;             /* free events */
     size_t npool, cappool;
     uint64_t rng;
-} tf_port;
+} sim_port;
 
-void tf_params_default(tf_params *p)
+void smt_sim_params_default(smt_sim_params *p)
 {
     memset(p, 0, sizeof *p);
     p->rtt_ns = 50000;
@@ -64,11 +40,11 @@ static int parse_share(const char *v, double *out)
     return 0;
 }
 
-const char *tf_parse(const char *spec, tf_params *p)
+const char *smt_sim_parse(const char *spec, smt_sim_params *p)
 {
     char buf[1024];
     if (strlen(spec) >= sizeof buf)
-        return "test fabric description too long";
+        return "simulation description too long";
     strcpy(buf, spec);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -117,7 +93,7 @@ const char *tf_parse(const char *spec, tf_params *p)
     return NULL;
 }
 
-void tf_describe(const tf_params *p, char *buf, size_t len)
+void smt_sim_describe(const smt_sim_params *p, char *buf, size_t len)
 {
     int n = snprintf(buf, len, "rtt=%.0fus,service=%.0fus,jitter=%.0fus,loss=%g,error=%g,queue=%d,seed=%llu",
                      p->rtt_ns / 1e3, p->service_ns / 1e3, p->jitter_ns / 1e3, p->loss, p->error,
@@ -146,7 +122,7 @@ static int same_dest(const smp_dest *a, const smp_dest *b)
     return a->hops == b->hops && memcmp(a->path, b->path, (size_t)a->hops + 1) == 0;
 }
 
-static int find_dest(const test_fabric *f, const smp_dest *d)
+static int find_dest(const smt_sim *f, const smp_dest *d)
 {
     size_t mask = f->table_size - 1;
     for (size_t i = dest_key(d) & mask;; i = (i + 1) & mask) {
@@ -158,9 +134,9 @@ static int find_dest(const test_fabric *f, const smp_dest *d)
     }
 }
 
-test_fabric *tf_create(const tf_params *p, const smp_dest *dests, int ndests)
+smt_sim *smt_sim_create(const smt_sim_params *p, const smp_dest *dests, int ndests)
 {
-    test_fabric *f = calloc(1, sizeof *f);
+    smt_sim *f = calloc(1, sizeof *f);
     if (!f)
         return NULL;
     f->p = *p;
@@ -171,11 +147,11 @@ test_fabric *tf_create(const tf_params *p, const smp_dest *dests, int ndests)
         f->table_size *= 2;
     f->table = calloc(f->table_size, sizeof *f->table);
     if (!f->dests || !f->table) {
-        tf_destroy(f);
+        smt_sim_destroy(f);
         return NULL;
     }
     for (int i = 0; i < ndests; i++) {
-        tf_dest *t = &f->dests[i];
+        sim_dest *t = &f->dests[i];
         t->d = dests[i];
         pthread_mutex_init(&t->lock, NULL);
         for (int k = 0; k < p->ndead; k++)
@@ -191,7 +167,7 @@ test_fabric *tf_create(const tf_params *p, const smp_dest *dests, int ndests)
     return f;
 }
 
-void tf_destroy(test_fabric *f)
+void smt_sim_destroy(smt_sim *f)
 {
     if (!f)
         return;
@@ -205,18 +181,18 @@ void tf_destroy(test_fabric *f)
 }
 
 /* ---- ports ------------------------------------------------------------------------ */
-static uint64_t rnd(tf_port *pt)
+static uint64_t rnd(sim_port *pt)
 {
     pt->rng = cb_mix64(pt->rng);
     return pt->rng;
 }
-static double rnd01(tf_port *pt) { return (double)(rnd(pt) >> 11) / 9007199254740992.0; }
+static double rnd01(sim_port *pt) { return (double)(rnd(pt) >> 11) / 9007199254740992.0; }
 
 static int port_open(void *ctx, int worker, void **port, char *err, size_t errlen)
 {
-    tf_port *pt = calloc(1, sizeof *pt);
+    sim_port *pt = calloc(1, sizeof *pt);
     if (!pt) {
-        snprintf(err, errlen, "test fabric: out of memory");
+        snprintf(err, errlen, "simulated fabric: out of memory");
         return -ENOMEM;
     }
     pt->f = ctx;
@@ -227,7 +203,7 @@ static int port_open(void *ctx, int worker, void **port, char *err, size_t errle
 
 static void port_close(void *port)
 {
-    tf_port *pt = port;
+    sim_port *pt = port;
     for (size_t i = 0; i < pt->n; i++)
         free(pt->heap[i]);
     for (size_t i = 0; i < pt->npool; i++)
@@ -237,16 +213,16 @@ static void port_close(void *port)
     free(pt);
 }
 
-static event *new_event(tf_port *pt)
+static sim_event *new_event(sim_port *pt)
 {
-    return pt->npool ? pt->pool[--pt->npool] : malloc(sizeof(event));
+    return pt->npool ? pt->pool[--pt->npool] : malloc(sizeof(sim_event));
 }
 
-static void free_event(tf_port *pt, event *e)
+static void free_event(sim_port *pt, sim_event *e)
 {
     if (pt->npool == pt->cappool) {
         size_t cap = pt->cappool ? 2 * pt->cappool : 64;
-        event **p = realloc(pt->pool, cap * sizeof *p);
+        sim_event **p = realloc(pt->pool, cap * sizeof *p);
         if (!p) {
             free(e);
             return;
@@ -257,11 +233,11 @@ static void free_event(tf_port *pt, event *e)
     pt->pool[pt->npool++] = e;
 }
 
-static int heap_push(tf_port *pt, event *e)
+static int heap_push(sim_port *pt, sim_event *e)
 {
     if (pt->n == pt->cap) {
         size_t cap = pt->cap ? 2 * pt->cap : 64;
-        event **h = realloc(pt->heap, cap * sizeof *h);
+        sim_event **h = realloc(pt->heap, cap * sizeof *h);
         if (!h)
             return -ENOMEM;
         pt->heap = h;
@@ -276,9 +252,9 @@ static int heap_push(tf_port *pt, event *e)
     return 0;
 }
 
-static event *heap_pop(tf_port *pt)
+static sim_event *heap_pop(sim_port *pt)
 {
-    event *top = pt->heap[0], *last = pt->heap[--pt->n];
+    sim_event *top = pt->heap[0], *last = pt->heap[--pt->n];
     size_t i = 0;
     for (;;) {
         size_t c = 2 * i + 1;
@@ -305,7 +281,7 @@ static void track(_Atomic int *count, _Atomic int *max, int delta)
 }
 
 /* The value a destination holds for an attribute before anyone sets it. */
-static void initial_value(const tf_dest *t, uint16_t attr, uint32_t mod, uint8_t *out)
+static void initial_value(const sim_dest *t, uint16_t attr, uint32_t mod, uint8_t *out)
 {
     uint64_t h = dest_key(&t->d) ^ ((uint64_t)attr << 32 | mod);
     for (int i = 0; i < SMP_DATA_SIZE; i += 8) {
@@ -316,16 +292,16 @@ static void initial_value(const tf_dest *t, uint16_t attr, uint32_t mod, uint8_t
 
 static int port_send(void *port, const smp_dest *d, const uint8_t *mad, int timeout_ms)
 {
-    tf_port *pt = port;
-    test_fabric *f = pt->f;
-    event *e = new_event(pt);
+    sim_port *pt = port;
+    smt_sim *f = pt->f;
+    sim_event *e = new_event(pt);
     if (!e)
         return -ENOMEM;
     uint64_t now = cb_now_ns();
     uint64_t timeout_at = now + (uint64_t)timeout_ms * 1000000ULL;
     int di = find_dest(f, d);
     e->dest = di;
-    tf_dest *t = di >= 0 ? &f->dests[di] : NULL;
+    sim_dest *t = di >= 0 ? &f->dests[di] : NULL;
     int lost = !t || t->dead || (f->p.loss > 0 && rnd01(pt) < f->p.loss);
     int failing = f->p.error > 0 && rnd01(pt) < f->p.error;
     uint64_t jitter = f->p.jitter_ns ? rnd(pt) % (f->p.jitter_ns + 1) : 0;
@@ -404,14 +380,14 @@ static int port_send(void *port, const smp_dest *d, const uint8_t *mad, int time
 
 static int port_poll(void *port, uint64_t wait_us, smt_reply *out, int max)
 {
-    tf_port *pt = port;
-    test_fabric *f = pt->f;
+    sim_port *pt = port;
+    smt_sim *f = pt->f;
     uint64_t deadline = cb_now_ns() + wait_us * 1000;
     for (;;) {
         uint64_t now = cb_now_ns();
         int n = 0;
         while (n < max && pt->n && pt->heap[0]->due <= now) {
-            event *e = heap_pop(pt);
+            sim_event *e = heap_pop(pt);
             out[n++] = e->rep;
             if (e->dest >= 0)
                 atomic_fetch_sub(&f->dests[e->dest].in_flight, 1);
@@ -425,10 +401,10 @@ static int port_poll(void *port, uint64_t wait_us, smt_reply *out, int max)
     }
 }
 
-smt_transport tf_transport(test_fabric *f)
+smt_transport smt_sim_transport(smt_sim *f)
 {
     smt_transport t = {
-        .name = "test fabric",
+        .name = "simulated fabric",
         .ctx = f,
         .open = port_open,
         .send = port_send,
@@ -436,31 +412,4 @@ smt_transport tf_transport(test_fabric *f)
         .close = port_close,
     };
     return t;
-}
-
-/* ---- what the fabric saw --------------------------------------------------------- */
-void tf_dest_counts(const test_fabric *f, int dest, tf_counts *out)
-{
-    tf_dest *t = &f->dests[dest];
-    out->max_in_flight = atomic_load(&t->max_in_flight);
-    out->sent = atomic_load(&t->sent);
-    out->lost = atomic_load(&t->lost);
-    out->dropped = atomic_load(&t->dropped);
-    out->answered = atomic_load(&t->answered);
-    out->errors = atomic_load(&t->errors);
-}
-
-void tf_total_counts(const test_fabric *f, tf_counts *out)
-{
-    memset(out, 0, sizeof *out);
-    for (int i = 0; i < f->ndests; i++) {
-        tf_counts c;
-        tf_dest_counts(f, i, &c);
-        out->sent += c.sent;
-        out->lost += c.lost;
-        out->dropped += c.dropped;
-        out->answered += c.answered;
-        out->errors += c.errors;
-    }
-    out->max_in_flight = atomic_load(&f->max_in_flight);
 }

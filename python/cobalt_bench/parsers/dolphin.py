@@ -9,9 +9,9 @@ manual's "Verifying Functionality and Performance" chapter uses them:
 Only the standard library: the ReFrame checks (reframe_checks/dolphin.py) and the Slurm
 jobs (jobs/dolphin-*.slurm, through the command line at the end) use it.
 
-    python3 dolphin_parse.py dis_diag FILE...            verdict over one output per node
-    python3 dolphin_parse.py sciconntest [--expect-nodes 4,8,12] FILE...
-    python3 dolphin_parse.py dma_bench|scipp|intr_bench FILE   figures as JSON
+    python3 -m cobalt_bench.parsers.dolphin dis_diag FILE...     verdict, one output per node
+    python3 -m cobalt_bench.parsers.dolphin sciconntest [--expect-nodes 4,8,12] FILE...
+    python3 -m cobalt_bench.parsers.dolphin dma_bench|scipp|intr_bench FILE   figures, JSON
 '''
 
 import json
@@ -268,6 +268,8 @@ def parse_intr_bench(text):
     return {'unidirectional_us': float(uni.group(1)), 'round_trip_us': float(rtt.group(1))}
 
 
+PROG = 'cobalt_bench.parsers.dolphin'
+
 PARSERS = {'dma_bench': parse_dma_bench, 'scipp': parse_scipp, 'intr_bench': parse_intr_bench}
 
 
@@ -283,8 +285,8 @@ def _read(paths):
 
 
 def main(argv):
-    usage = ('usage: dolphin_parse.py dis_diag FILE... | sciconntest [--expect-nodes LIST] '
-             'FILE... | dma_bench|scipp|intr_bench FILE')
+    usage = (f'usage: python3 -m {PROG} dis_diag FILE... | sciconntest '
+             '[--expect-nodes LIST] FILE... | dma_bench|scipp|intr_bench FILE')
     if len(argv) < 2:
         print(usage, file=sys.stderr)
         return 2
@@ -300,7 +302,7 @@ def main(argv):
     try:
         outputs = _read(args)
     except OSError as err:
-        print(f'dolphin_parse.py: {err}', file=sys.stderr)
+        print(f'{PROG}: {err}', file=sys.stderr)
         return 2
 
     if what in ('dis_diag', 'sciconntest'):
@@ -326,7 +328,7 @@ def main(argv):
         try:
             print(json.dumps(PARSERS[what](next(iter(outputs.values()))), indent=1))
         except DolphinParseError as err:
-            print(f'dolphin_parse.py: {err}', file=sys.stderr)
+            print(f'{PROG}: {err}', file=sys.stderr)
             return 1
         return 0
 

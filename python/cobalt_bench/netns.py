@@ -1,5 +1,7 @@
-'''Two network namespaces joined by a veth pair: a private network on this machine for
-eth-test's tests (tests/test_eth_test.py) and bench/eth-test.
+'''A private network on this machine: two network namespaces joined by a veth pair, for
+running eth-test-send and eth-test-receive across a real (virtual) link. Used by
+bench/eth-test and by tests/test_eth_test.py, so it lives in the package and both import it
+by name (`from cobalt_bench.netns import VethPair`).
 
     with VethPair() as net:
         rx = net.popen_rx(['eth-test-receive', '-H', net.rx_addr, ...])

@@ -1,0 +1,232 @@
+'''The site settings: every key a partition's `extras` may hold for the cobalt-bench checks,
+declared once with its type, default and meaning.
+
+A site configuration tunes the checks through its partitions' extras (the checks never
+name a site):
+
+    'extras': {'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
+               'osu_collective_tasks': 4}
+
+The checks read them only through this table (`SiteSettings.site_setting`), and every
+check validates the extras of every partition of the system when ReFrame instantiates it:
+a key that is not declared here, or a value of the wrong type, is a ConfigError naming the
+partition, the key and what is allowed, never a silent default. A key that is absent
+takes its default.
+
+    python3 -c 'from cobalt_bench.reframe import settings; print(settings.describe())'
+prints the table.
+'''
+
+import difflib
+import shlex
+from dataclasses import dataclass
+
+import reframe as rfm
+import reframe.core.runtime as rt
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_after
+from reframe.core.exceptions import ConfigError
+
+__all__ = ['DOLPHIN', 'REFRAME_EXTRAS', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
+           'check_system', 'describe', 'shell_words', 'value', 'values_of_partitions']
+
+
+@dataclass(frozen=True)
+class Setting:
+    '''One key of a partition's extras.'''
+
+    name: str
+    type: object        # a class, a tuple of classes, or a reframe.utility.typecheck type
+    default: object     # the value when the key is absent; None: the check decides
+    doc: str
+    keys: tuple = ()    # for a dict setting: the Settings of its own keys
+
+    @property
+    def type_name(self):
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        names = [getattr(t, '__name__', str(t)) for t in types]
+        if self.default is None:
+            names.append('None')
+        return ' or '.join(names)
+
+    def accepts(self, value):
+        if value is None:
+            return self.default is None
+
+        if isinstance(value, bool):   # a bool is an int to Python, not to a site
+            types = self.type if isinstance(self.type, tuple) else (self.type,)
+            return bool in types
+
+        return isinstance(value, self.type)
+
+
+_STR_LIST = typ.List[str]
+
+#: The keys of extras['dolphin'] (reframe_checks/dolphin.py).
+DOLPHIN = (
+    Setting('nodes', typ.Dict[str, int], {},
+            "the cluster's Dolphin nodes and their NodeIds ('Local node-id' of `query`); "
+            'none: the all-node tests run on this node alone'),
+    Setting('pair', _STR_LIST, None,
+            'server (A) and client (B) of the performance tests, two names of nodes'),
+    Setting('run_on', str, 'ssh -o BatchMode=yes {host}',
+            "how to run a command on a node, '{host}' replaced ('' = here; Slurm: "
+            "'srun -N1 -n1 -w {host}')"),
+    Setting('tools', typ.Dict[str, str], {},
+            'where the Dolphin tools are, by name; a tool not named is looked for on PATH, '
+            'then in /opt/DIS/bin and /opt/DIS/sbin'),
+    Setting('server_start_s', (int, float), 2,
+            'seconds the server side of a performance test gets to start'),
+)
+
+_SETTINGS = [
+    # Kernels of cobalt-bench (KernelJsonTest): options for the kernel, split like a shell.
+    Setting('mem_test_opts', str, '',
+            "mem-test options (MemTest); '': mem-test's defaults, the compliance workload"),
+    Setting('gpu_copy_opts', str, '',
+            "gpu-copy options (GpuCopy); '': every GPU, the compliance workload"),
+    Setting('preflight_opts', str, '',
+            "`cobalt-bench preflight` options (Preflight), e.g. '--interface ens1f0'"),
+    Setting('eth_test_receive_opts', str, '',
+            "eth-test-receive options (EthTest); '': compliant at >= 9.00 Gbit/s, 0% loss"),
+    Setting('eth_test_send_opts', str, '',
+            "eth-test-send options (EthTest); '': the compliance load (12 streams, 9 Gbit/s)"),
+    Setting('eth_test_interfaces', _STR_LIST, [],
+            'interfaces EthTest tests, one run each; none: one run, skipped, saying so'),
+    Setting('eth_test_sender', str, '',
+            "command prefix that starts eth-test-send on the sending machine, e.g. 'ssh "
+            "sender01'; '': on this node (tests the receiving software, not the NIC)"),
+    Setting('linktest_opts', str, '-w 2 -n 4 -s 16777216',
+            'cb-linktest options (CbLinkTest); the default: 16 MiB messages, as JSC '
+            "LinkTest's example"),
+    Setting('linktest_tasks', int, 2, 'cb-linktest tasks in all (an even number)'),
+    Setting('linktest_tasks_per_node', int, 1,
+            'cb-linktest tasks per node (1: every pair is a node pair)'),
+    # MPI launching (CbLinkTest, the OSU checks).
+    Setting('mpi_launcher_options', _STR_LIST, [],
+            "options of the partition's MPI launcher, e.g. ['--mpi=pmix'] for srun"),
+    # OSU micro-benchmarks (OsuPt2Pt, OsuCollective).
+    Setting('osu_opts', str, '', "options of every OSU benchmark; '': OSU's own"),
+    Setting('osu_sizes', typ.List[int], None,
+            'message sizes to report; none: every size OSU measures by default'),
+    Setting('osu_collective_tasks', int, 4, 'tasks of the OSU collectives'),
+    Setting('osu_collective_tasks_per_node', int, 1, 'tasks per node of the OSU collectives'),
+    Setting('osu_path', str, '',
+            'an OSU install prefix or build tree, where OSU is not on PATH (after '
+            '$COBALT_OSU_PATH)'),
+    Setting('osu_env_vars', typ.Dict[str, str], {},
+            'environment variables of the OSU runs, e.g. MPI tuning'),
+    # InfiniBand (IbWriteBw).
+    Setting('ib_ports', _STR_LIST, None,
+            "ports IbWriteBw sends from ('device:port'); none: every port in "
+            '/sys/class/infiniband'),
+    Setting('ib_write_bw_opts', str, '', "more ib_write_bw options for both sides, e.g. '-F'"),
+    # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
+    Setting('dolphin', dict, {}, 'the Dolphin interconnect of the partition: ' +
+            ', '.join(s.name for s in DOLPHIN), keys=DOLPHIN),
+]
+
+#: Every site setting, by name.
+SETTINGS = {s.name: s for s in _SETTINGS}
+
+#: The extras ReFrame itself adds to every partition (its scheduler's and launcher's
+#: names, reframe.core.systems): not site settings, never checked here.
+REFRAME_EXTRAS = ('scheduler', 'launcher')
+
+
+def _unknown(key, allowed, where):
+    close = difflib.get_close_matches(key, allowed, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ''
+    return ConfigError(f"{where}: unknown key {key!r}{hint}; the keys cobalt-bench knows: "
+                       f"{', '.join(sorted(allowed))} (cobalt_bench.reframe.settings)")
+
+
+def _check_value(setting, value, where):
+    if not setting.accepts(value):
+        raise ConfigError(f'{where} must be {setting.type_name}, not '
+                          f'{type(value).__name__} {value!r} ({setting.doc})')
+
+    if setting.keys and value is not None:
+        known = {s.name: s for s in setting.keys}
+        for key, sub in value.items():
+            if key not in known:
+                raise _unknown(key, known, where)
+            _check_value(known[key], sub, f'{where}[{key!r}]')
+
+
+def check_extras(extras, partition):
+    '''Raise ConfigError unless every key of `extras` (the extras of the partition named
+    `partition`, e.g. 'local:default') is a site setting with a value of its type.'''
+    for key, val in (extras or {}).items():
+        if key in REFRAME_EXTRAS:
+            continue
+        where = f"partition {partition!r}: extras[{key!r}]"
+        if key not in SETTINGS:
+            raise _unknown(key, SETTINGS, f'partition {partition!r}: extras')
+        _check_value(SETTINGS[key], val, where)
+
+
+def check_system(system):
+    '''check_extras for every partition of a ReFrame system.'''
+    for part in system.partitions:
+        check_extras(part.extras, part.fullname)
+
+
+def value(extras, name):
+    '''The setting `name` from a partition's extras, or its default (for a dict setting
+    with keys: the value with the defaults of its absent keys filled in).'''
+    setting = SETTINGS[name]    # a KeyError here is a check reading an undeclared key
+    val = (extras or {}).get(name)
+    if val is None:
+        val = setting.default
+    if setting.keys:
+        val = {**{s.name: s.default for s in setting.keys}, **(val or {})}
+    elif isinstance(val, (list, dict)):
+        val = type(val)(val)    # a copy: the caller may change it
+    return val
+
+
+def shell_words(opts):
+    '''An options setting (a string, split like a shell) quoted again word by word, for a
+    command line.'''
+    return shlex.join(shlex.split(opts))
+
+
+def values_of_partitions(name):
+    '''[(partition, value)] of the setting `name` for every partition of the system
+    ReFrame runs for (validated; [] where ReFrame has no system, e.g. outside a run). For
+    what a check's parameters are generated from, before any check exists.'''
+    try:
+        system = rt.runtime().system
+    except Exception:   # loaded without a configured system
+        return []
+
+    check_system(system)
+    return [(p, value(p.extras, name)) for p in system.partitions]
+
+
+# ReFrame 4.10 renamed RegressionMixin (now deprecated) to RegressionTestPlugin.
+_Plugin = getattr(rfm, 'RegressionTestPlugin', None) or rfm.RegressionMixin
+
+
+class SiteSettings(_Plugin):
+    '''What every cobalt-bench check has: the site settings of its partition, validated.'''
+
+    @run_after('init')
+    def check_site_settings(self):
+        # Every partition, not only this check's: a typo in any of them is a site error.
+        check_system(rt.runtime().system)
+
+    def site_setting(self, name):
+        '''The setting `name` (SETTINGS) of the partition the check runs on.'''
+        return value(self.current_partition.extras, name)
+
+
+def describe():
+    '''The table as text: every setting, its type, default and meaning.'''
+    lines = []
+    for s in _SETTINGS:
+        lines.append(f'{s.name}  ({s.type_name}, default {s.default!r})\n    {s.doc}')
+        lines += [f'    {s.name}.{k.name}  ({k.type_name}, default {k.default!r})\n'
+                  f'        {k.doc}' for k in s.keys]
+    return '\n'.join(lines)

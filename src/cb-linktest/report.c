@@ -1,0 +1,257 @@
+/* What rank 0 prints and writes: the settings before the run; after it the
+ * verdict, the summary, the JSON document (docs/kernel-contract.md) and the
+ * results block. */
+#include "linktest.h"
+#include "../common/cb_options.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const pattern_descr[] = {
+    "semidirectional (ping-pong: one message each way in turn)",
+    "unidirectional (lower rank sends, higher rank receives)",
+    "bidirectional (both ranks send and receive at once)"};
+
+const char *lt_fmt_time(double s, char *buf, size_t len)
+{
+    if (!isfinite(s))
+        snprintf(buf, len, "n/a");
+    else if (s < 1e-6)
+        snprintf(buf, len, "%.1f ns", s * 1e9);
+    else if (s < 1e-3)
+        snprintf(buf, len, "%.2f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, len, "%.3f ms", s * 1e3);
+    else
+        snprintf(buf, len, "%.3f s", s);
+    return buf;
+}
+
+double lt_gbits(const lt_config *cfg, double seconds)
+{
+    return cb_gbits((double)cfg->size, seconds);
+}
+
+/* The options, in the JSON document's config and the results file's meta. */
+void lt_json_options(cb_json *j, const lt_config *cfg)
+{
+    cbj_int(j, "num_warmup_messages", cfg->warmup);
+    cbj_int(j, "num_messages", cfg->nmsg);
+    cbj_int(j, "size_messages", (long long)cfg->size);
+    cbj_str(j, "pattern", lt_pattern_names[cfg->pattern]);
+    cbj_bool(j, "bisection", cfg->bisection);
+    cbj_bool(j, "group_processes_by_hostname", cfg->group_host);
+    cbj_bool(j, "serial_tests", cfg->serial);
+    cbj_bool(j, "randomize_steps", cfg->randomize);
+    cbj_int(j, "seed_randomize_steps", (long long)cfg->seed);
+    cbj_bool(j, "check_buffers", cfg->check_buffers);
+    cbj_bool(j, "huge_pages", !cfg->small_pages);
+    cbj_int(j, "num_slowest", cfg->num_slowest);
+    cbj_int(j, "min_iterations", cfg->min_iterations);
+    cbj_num(j, "min_runtime", cfg->min_runtime);
+    if (cfg->min_bw_gbits > 0)
+        cbj_num(j, "min_bandwidth_gbits", cfg->min_bw_gbits);
+    if (cfg->max_time_us > 0)
+        cbj_num(j, "max_time_us", cfg->max_time_us);
+}
+
+void lt_print_settings(const lt_run *run)
+{
+    const lt_config *cfg = run->cfg;
+    char host[256];
+    cb_hostname(host, sizeof host);
+    printf("cb-linktest (cobalt-bench) %s on %s, started %s\n", CB_VERSION, host, run->started);
+    printf("-------------------- cb-linktest settings --------------------\n");
+    printf("Ranks:                 %d on %d host%s\n", run->size, run->nhosts, run->nhosts == 1 ? "" : "s");
+    printf("Message size:          %zu B\n", cfg->size);
+    printf("Messages:              %ld timed, %ld warm-up, per pair and step\n", cfg->nmsg, cfg->warmup);
+    printf("Communication pattern: %s\n", pattern_descr[cfg->pattern]);
+    printf("Pairs:                 %s%s, %lld in all\n",
+           cfg->bisection ? "bisection (first half of the ranks against the second)" : "all pairs",
+           cfg->group_host ? ", on different hosts only" : "", run->expected);
+    printf("Steps:                 %ld%s%s\n", run->sched.nsteps, cfg->randomize ? ", randomized order" : "",
+           cfg->serial ? ", pairs of a step one at a time (--serial-tests)" : "");
+    printf("Check buffers:         %s\n", cfg->check_buffers ? "yes" : "no");
+    printf("Buffers:               %s\n", cfg->small_pages || cfg->size < (2 << 20) ? "4 KiB pages"
+                                        : "transparent huge pages where the kernel gives them");
+    printf("Serial retest:         %ld slowest pairs\n", cfg->num_slowest);
+    if (cfg->min_iterations > 1 || cfg->min_runtime > 0)
+        printf("Repeat:                at least %ld iterations and %.1f s\n", cfg->min_iterations, cfg->min_runtime);
+    printf("Results file:          %s\n", cfg->no_output ? "none (--no-output)" : cfg->output);
+    if (run->delay_a >= 0)
+        printf("TESTING: CB_LINKTEST_DELAY slows pair %d <-> %d by %.1f us per message\n",
+               run->delay_a, run->delay_b, run->delay_us);
+    if (run->corrupt_rank >= 0)
+        printf("TESTING: CB_LINKTEST_CORRUPT corrupts one payload of rank %d\n", run->corrupt_rank);
+    printf("--------------------------------------------------------------\n");
+    fflush(stdout);
+}
+
+/* ---- diagnose ------------------------------------------------------------------ */
+/* The verdict: after the retest a retested pair counts with its time alone; the
+ * slowest pair not retested bounds all the others. */
+typedef struct lt_verdict {
+    double eff_t, min_bw;
+    int eff_a, eff_b, eff_retested;
+    int all_tested, passed;
+} lt_verdict;
+
+static lt_verdict diagnose(const lt_run *run)
+{
+    const lt_config *cfg = run->cfg;
+    const lt_slow *slow = run->slow;
+    lt_verdict v = {.eff_t = -1, .eff_a = -1, .eff_b = -1};
+    for (int k = 0; k < run->nretest; k++)
+        if (run->retest[k] > v.eff_t) {
+            v.eff_t = run->retest[k];
+            v.eff_a = (int)slow[k].a;
+            v.eff_b = (int)slow[k].b;
+            v.eff_retested = 1;
+        }
+    if (run->nslow > run->nretest && slow[run->nretest].t > v.eff_t) {
+        v.eff_t = slow[run->nretest].t;
+        v.eff_a = (int)slow[run->nretest].a;
+        v.eff_b = (int)slow[run->nretest].b;
+        v.eff_retested = 0;
+    }
+    v.min_bw = lt_gbits(cfg, v.eff_t);
+    v.all_tested = (long long)run->sum.npairs == run->expected;
+    v.passed = run->err_bytes == 0 && v.all_tested && v.eff_t > 0 &&
+               (cfg->min_bw_gbits <= 0 || v.min_bw >= cfg->min_bw_gbits) &&
+               (cfg->max_time_us <= 0 || v.eff_t * 1e6 <= cfg->max_time_us);
+    return v;
+}
+
+static void print_summary(const lt_run *run, const lt_verdict *v)
+{
+    const lt_config *cfg = run->cfg;
+    const lt_summary *s = &run->sum;
+    char t1[32], t2[32], t3[32];
+    int max_a = run->nslow ? (int)run->slow[0].a : -1, max_b = run->nslow ? (int)run->slow[0].b : -1;
+    printf("Summary: %.0f of %lld pairs tested, %ld iteration%s, %.2f s\n", s->npairs, run->expected,
+           run->iterations, run->iterations == 1 ? "" : "s", run->duration);
+    printf("  parallel test: min %s (%.3f Gbit/s)  avg %s (avg %.3f Gbit/s)  max %s (%.3f Gbit/s, %d <-> %d)\n",
+           lt_fmt_time(s->min_t, t1, sizeof t1), lt_gbits(cfg, s->min_t), lt_fmt_time(s->avg_t, t2, sizeof t2),
+           s->avg_bw, lt_fmt_time(s->max_t, t3, sizeof t3), lt_gbits(cfg, s->max_t), max_a, max_b);
+    printf("  slowest pair after the retest: %d <-> %d, %s (%.3f Gbit/s)%s\n", v->eff_a, v->eff_b,
+           lt_fmt_time(v->eff_t, t1, sizeof t1), v->min_bw, v->eff_retested ? ", retested alone" : ", not retested");
+    if (!v->all_tested)
+        printf("NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->expected);
+    if (cfg->check_buffers)
+        printf("Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->err_bytes, run->err_pairs);
+    if (!cfg->no_output && !run->write_failed)
+        printf("Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->size,
+               run->size, cfg->output);
+}
+
+/* ---- the JSON document ------------------------------------------------------------ */
+typedef struct {
+    const lt_run *run;
+    const lt_verdict *v;
+} doc_ctx;
+
+static void doc_config(cb_json *j, const void *ctx)
+{
+    const lt_run *run = ((const doc_ctx *)ctx)->run;
+    cbj_int(j, "ranks", run->size);
+    cbj_int(j, "hosts", run->nhosts);
+    cbj_int(j, "steps", run->sched.nsteps);
+    cbj_int(j, "iterations", run->iterations);
+    lt_json_options(j, run->cfg);
+    cbj_str(j, "output", run->cfg->no_output || run->write_failed ? "" : run->cfg->output);
+}
+
+static void doc_metrics(cb_json *j, const void *ctx)
+{
+    const lt_run *run = ((const doc_ctx *)ctx)->run;
+    const lt_verdict *v = ((const doc_ctx *)ctx)->v;
+    const lt_summary *s = &run->sum;
+    cbj_metric(j, "min_bandwidth", v->min_bw, "Gbit/s");
+    cbj_metric(j, "min_bandwidth_bytes", v->min_bw * 1e9 / 8, "B/s");
+    cbj_metric(j, "max_time", v->eff_t * 1e6, "us");
+    cbj_metric(j, "avg_bandwidth", s->avg_bw, "Gbit/s");
+    cbj_metric(j, "avg_bandwidth_bytes", s->avg_bw * 1e9 / 8, "B/s");
+    cbj_metric(j, "avg_time", s->avg_t * 1e6, "us");
+    cbj_metric(j, "max_bandwidth", lt_gbits(run->cfg, s->min_t), "Gbit/s");
+    cbj_metric(j, "min_time", s->min_t * 1e6, "us");
+    cbj_metric(j, "parallel_max_time", s->max_t * 1e6, "us");
+    cbj_metric(j, "parallel_min_bandwidth", lt_gbits(run->cfg, s->max_t), "Gbit/s");
+    cbj_metric(j, "pairs_tested", s->npairs, "pairs");
+    cbj_metric(j, "pairs_expected", (double)run->expected, "pairs");
+    if (run->cfg->check_buffers) {
+        cbj_metric(j, "verification_errors", run->err_pairs, "pairs");
+        cbj_metric(j, "wrong_bytes", run->err_bytes, "bytes");
+    }
+}
+
+/* slowest_pairs: the retested pairs with their hosts and both figures. */
+static void doc_slowest_pairs(cb_json *j, const void *ctx)
+{
+    const lt_run *run = ((const doc_ctx *)ctx)->run;
+    const lt_slow *slow = run->slow;
+    cbj_arr_begin(j, "slowest_pairs");
+    for (int k = 0; k < run->nretest; k++) {
+        cbj_obj_begin(j, NULL);
+        cbj_int(j, "a", (long long)slow[k].a);
+        cbj_int(j, "b", (long long)slow[k].b);
+        cbj_str(j, "host_a", run->hosts + (size_t)slow[k].a * LT_HOST_LEN);
+        cbj_str(j, "host_b", run->hosts + (size_t)slow[k].b * LT_HOST_LEN);
+        cbj_num(j, "time_us", slow[k].t * 1e6);
+        cbj_num(j, "retest_time_us", run->retest[k] * 1e6);
+        cbj_num(j, "bandwidth_gbits", lt_gbits(run->cfg, slow[k].t));
+        cbj_num(j, "retest_bandwidth_gbits", lt_gbits(run->cfg, run->retest[k]));
+        cbj_obj_end(j);
+    }
+    cbj_arr_end(j);
+}
+
+static int write_json(const lt_run *run, const lt_verdict *v)
+{
+    const lt_config *cfg = run->cfg;
+    cb_envelope env = {.test = "cb-linktest", .test_version = LT_TEST_VERSION, .started = run->started,
+                       .duration_s = run->duration,
+                       .threshold = cfg->min_bw_gbits > 0 ? cfg->min_bw_gbits : NAN, .passed = v->passed};
+    cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_slowest_pairs};
+    doc_ctx ctx = {run, v};
+    return cb_doc_write(cfg->json_path, &env, &parts, &ctx);
+}
+
+static void results_block(const lt_run *run, const lt_verdict *v)
+{
+    const lt_config *cfg = run->cfg;
+    char t1[32];
+    cb_results_begin(stdout, LT_TEST_VERSION);
+    if (cfg->min_bw_gbits > 0) {
+        cb_results_line(stdout, "Desired speed", "%.2f Gbit/s (every pair)", cfg->min_bw_gbits);
+        cb_results_line(stdout, "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d, %.2f%% of desired)",
+                        v->min_bw, v->eff_a, v->eff_b, 100.0 * v->min_bw / cfg->min_bw_gbits);
+    } else {
+        cb_results_line(stdout, "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d)", v->min_bw,
+                        v->eff_a, v->eff_b);
+    }
+    cb_results_line(stdout, "Average speed", "%.2f Gbit/s per pair", run->sum.avg_bw);
+    cb_results_line(stdout, "Slowest time", "%s per message", lt_fmt_time(v->eff_t, t1, sizeof t1));
+    if (cfg->max_time_us > 0)
+        cb_results_line(stdout, "Time limit", "%.2f us per message", cfg->max_time_us);
+    cb_results_line(stdout, "Pairs tested", "%.0f of %lld", run->sum.npairs, run->expected);
+    if (cfg->check_buffers)
+        cb_results_line(stdout, "Buffer errors", "%.0f pairs (%.0f wrong bytes)", run->err_pairs, run->err_bytes);
+    else
+        cb_results_line(stdout, "Buffer errors", "not checked (--check-buffers)");
+    cb_results_line(stdout, "Verdict", "%s", v->passed ? "PASSED" : "FAILED");
+    fflush(stdout);
+}
+
+/* Rank 0: the verdict, the summary, the JSON document, the results block.
+ * Returns the exit code. */
+int lt_report(lt_run *run)
+{
+    lt_verdict v = diagnose(run);
+    print_summary(run, &v);
+    if (run->cfg->json_path && write_json(run, &v) != 0)
+        run->write_failed = 1;
+    results_block(run, &v);
+    if (run->write_failed)
+        return CB_EXIT_CANNOT_RUN;
+    return v.passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+}

@@ -1,0 +1,125 @@
+/* The results file: a NumPy .npz (npz.h) that rank 0 writes while it asks each
+ * rank for its row of the matrix in turn, so no rank holds more than O(N). */
+#include "linktest.h"
+#include "npz.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TAG_ROW = 4 };
+
+/* Rank 0: time[N,N], one row at a time. */
+static void stream_matrix(lt_run *run, lt_npz *z)
+{
+    int n = run->size;
+    double *buf = malloc(sizeof(double) * (size_t)n);
+    if (!buf)
+        cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+    uint64_t shape[2] = {(uint64_t)n, (uint64_t)n};
+    lt_npz_begin(z, "time", "f8", 8, shape, 2);
+    for (int r = 0; r < n; r++) {
+        const double *row = run->row;
+        if (r > 0) {
+            lt_mpi_check(MPI_Send(NULL, 0, MPI_BYTE, r, TAG_ROW, MPI_COMM_WORLD), "MPI_Send");
+            lt_mpi_check(MPI_Recv(buf, n, MPI_DOUBLE, r, TAG_ROW, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+            row = buf;
+        }
+        lt_npz_write(z, row, sizeof(double) * (size_t)n);
+    }
+    free(buf);
+    lt_npz_end(z);
+}
+
+/* hosts, slowest_pairs, slowest_time, retest_time, error_pairs. */
+static void write_arrays(const lt_run *run, lt_npz *z)
+{
+    int n = run->size, nslow = run->nretest, nerr = run->nerr;
+    const char **names = malloc(sizeof(char *) * (size_t)n);
+    int64_t *pairs = malloc(sizeof(int64_t) * 2 * (size_t)(nslow + 1));
+    double *first = malloc(sizeof(double) * (size_t)(nslow + 1));
+    int64_t *ep = malloc(sizeof(int64_t) * 2 * (size_t)(nerr + 1));
+    if (!names || !pairs || !first || !ep)
+        cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+    for (int r = 0; r < n; r++)
+        names[r] = run->hosts + (size_t)r * LT_HOST_LEN;
+    lt_npz_strings(z, "hosts", names, (size_t)n);
+    for (int k = 0; k < nslow; k++) {
+        pairs[2 * k] = (int64_t)run->slow[k].a;
+        pairs[2 * k + 1] = (int64_t)run->slow[k].b;
+        first[k] = run->slow[k].t;
+    }
+    uint64_t s2[2] = {(uint64_t)nslow, 2}, s1[1] = {(uint64_t)nslow};
+    lt_npz_array(z, "slowest_pairs", "i8", 8, s2, 2, pairs);
+    lt_npz_array(z, "slowest_time", "f8", 8, s1, 1, first);
+    lt_npz_array(z, "retest_time", "f8", 8, s1, 1, run->retest);
+    for (int k = 0; k < 2 * nerr; k++)
+        ep[k] = run->err_list[k];
+    uint64_t se[2] = {(uint64_t)nerr, 2};
+    lt_npz_array(z, "error_pairs", "i8", 8, se, 2, ep);
+    free(names);
+    free(pairs);
+    free(first);
+    free(ep);
+}
+
+/* meta: JSON text describing the run. */
+static void write_meta(const lt_run *run, lt_npz *z)
+{
+    cb_json m;
+    cbj_init(&m);
+    cbj_obj_begin(&m, NULL);
+    cbj_str(&m, "format", "cb-linktest results 1");
+    cbj_str(&m, "test", "cb-linktest");
+    cbj_str(&m, "version", CB_VERSION);
+    cbj_str(&m, "test_version", LT_TEST_VERSION);
+    cbj_str(&m, "started", run->started);
+    cbj_num(&m, "duration_s", run->duration);
+    cbj_int(&m, "ranks", run->size);
+    cbj_int(&m, "hosts", run->nhosts);
+    cbj_int(&m, "steps", run->sched.nsteps);
+    cbj_int(&m, "iterations", run->iterations);
+    cbj_str(&m, "time_unit", "s");
+    cbj_str(&m, "time", "seconds per message, one way, as the lower rank of the pair measured it; "
+                        "symmetric; NaN where the pair was not tested; over several iterations "
+                        "each pair's slowest");
+    cbj_str(&m, "command", run->cfg->argv_line);
+    cbj_obj_begin(&m, "options");
+    lt_json_options(&m, run->cfg);
+    cbj_obj_end(&m);
+    cbj_obj_end(&m);
+    lt_npz_string(z, "meta", m.buf);
+    cbj_free(&m);
+}
+
+int lt_write_results(lt_run *run)
+{
+    const char *path = run->cfg->output;
+    int ok = 1;
+    lt_npz z;
+    if (run->rank == 0) {
+        memset(&z, 0, sizeof z);
+        if (lt_npz_open(&z, path) != 0)
+            ok = 0;
+    }
+    lt_mpi_check(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (!ok) {
+        if (run->rank == 0)
+            cb_warn("cannot write the results file %s: %s", path, z.error);
+        return -1;
+    }
+    if (run->rank != 0) {
+        /* wait for rank 0 to ask, so rows do not pile up at rank 0 */
+        lt_mpi_check(MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_ROW, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        lt_mpi_check(MPI_Send(run->row, run->size, MPI_DOUBLE, 0, TAG_ROW, MPI_COMM_WORLD), "MPI_Send");
+        return 0;
+    }
+    stream_matrix(run, &z);
+    write_arrays(run, &z);
+    write_meta(run, &z);
+    if (lt_npz_close(&z) != 0) {
+        cb_warn("cannot write the results file %s: %s", path, z.error);
+        return -1;
+    }
+    return 0;
+}

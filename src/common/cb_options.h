@@ -1,0 +1,127 @@
+/* Command-line options from one table per kernel (fio's options.c is the model).
+ *
+ * A kernel declares each option once, as a row of a cb_opt table: long name, short
+ * letter, type, where the value goes (offsetof into the kernel's config struct), range,
+ * default, argument name and help text. From that table cb_opts_parse() sets the
+ * defaults, builds getopt_long's tables, parses and range-checks every value (a bad
+ * value exits 2 naming the option) and answers --help and --version; cb_opts_help()
+ * prints the help text. The contract (docs/kernel-contract.md) fixes the letters that
+ * mean the same thing in every kernel:
+ *
+ *   -d, --duration   -t, --threshold   -T, --threads...   -j, --json   -q, --quiet
+ *   -h, --help       -V, --version
+ *
+ * A letter or long name that changed keeps working as a deprecated spelling: a row
+ * with .replaced_by naming the new option's long name; using it prints a deprecation
+ * note on stderr and sets the new option. Deprecated rows are not shown in --help. */
+#ifndef CB_OPTIONS_H
+#define CB_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cb_common.h"
+
+typedef enum cb_opt_type {
+    CB_OPT_FLAG,     /* int: set to 1; no argument */
+    CB_OPT_INT,      /* int in [min, max] */
+    CB_OPT_LONG,     /* long in [min, max] */
+    CB_OPT_U64,      /* uint64_t in [min, max]; decimal or 0x hexadecimal */
+    CB_OPT_DOUBLE,   /* double in [min, max] */
+    CB_OPT_SIZE,     /* size_t bytes in [min, max]: 4096, 64K, 256M, 1G, 2T, 16MiB, 4096B */
+    CB_OPT_DURATION, /* double seconds in [min, max]: 10, 2.5s, 500ms, 5m, 1h, 1d */
+    CB_OPT_STRING,   /* const char *, pointing into argv */
+    CB_OPT_INTLIST,  /* cb_intlist: non-negative integers and ranges, "0-3,8" */
+    CB_OPT_CHOICE,   /* int: index of the argument in .choices */
+    CB_OPT_CUSTOM,   /* .parse(option, argument, destination) */
+} cb_opt_type;
+
+#define CB_INTLIST_MAX CB_MAX_CPUS
+typedef struct cb_intlist {
+    int n;
+    int v[CB_INTLIST_MAX];
+} cb_intlist;
+
+typedef struct cb_opt {
+    const char *name;    /* long name without "--"; may be NULL for a deprecated letter */
+    char letter;         /* short option, or 0 */
+    cb_opt_type type;
+    size_t off;          /* offsetof(the kernel's config struct, field) */
+    double min, max;     /* numbers, sizes, durations: inclusive range; both 0 = any */
+    const char *def;     /* default, written as a user would; NULL = zero/NULL */
+    const char *arg;     /* the argument's name in --help ("N", "GBITS", "FILE") */
+    const char *help;    /* help text; '\n' starts a further line */
+    const char *section; /* when set, a heading printed in --help before this row */
+    const char *const *choices;  /* CB_OPT_CHOICE: NULL-terminated names */
+    /* CB_OPT_CUSTOM: parse arg (NULL when an optional argument is absent) into
+     * dest; on bad input call cb_usage_error() naming opt. */
+    void (*parse)(const char *opt, const char *arg, void *dest);
+    int optional_arg;    /* the argument may be left out (--busy-poll[=US]) */
+    const char *replaced_by; /* deprecated spelling of the option with this long name */
+} cb_opt;
+
+/* The rows every kernel has (they need the config struct's field names). */
+#define CB_OPT_JSON_ROW(cfg_type, field)                                                   \
+    {.name = "json", .letter = 'j', .type = CB_OPT_STRING, .off = offsetof(cfg_type, field), \
+     .arg = "FILE", .help = "write the JSON result document to FILE ('-' = stdout)"}
+#define CB_OPT_QUIET_ROW(cfg_type, field)                                                  \
+    {.name = "quiet", .letter = 'q', .type = CB_OPT_FLAG, .off = offsetof(cfg_type, field), \
+     .help = "no progress lines on stderr"}
+
+typedef struct cb_cmd {
+    const char *name;         /* the program's name, as in its messages */
+    const char *test_version; /* for --version */
+    const char *usage;        /* after the name on the Usage line: "[OPTION]..." */
+    const char *about;        /* text between the Usage line and the options */
+    const char *more;         /* text after the options (verification, exit status) */
+    const cb_opt *opts;       /* ends with a row whose name, letter and replaced_by are 0 */
+    int operands;             /* non-option arguments allowed (0: none) */
+} cb_cmd;
+
+/* Sets every default, then parses argv. --help prints the help on stdout and exits 0,
+ * --version the version and exits 0; anything wrong exits 2 with a message naming the
+ * option. Returns the index of the first operand (argc when there is none). */
+int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv);
+/* Sets every default only (unit tests, or a kernel that builds a config itself). */
+void cb_opts_defaults(const cb_cmd *cmd, void *cfg);
+/* The --help text. */
+void cb_opts_help(const cb_cmd *cmd, FILE *f);
+/* Whether the option with this long name (or one of its deprecated spellings) was
+ * given on the command line of the last cb_opts_parse(). */
+int cb_opts_given(const cb_cmd *cmd, const char *name);
+
+/* Value parsers shared by the table and by kernels (no exit): 0, or -1 when s is not a
+ * valid value. Sizes: a non-negative integer with an optional binary multiple K, M, G, T
+ * (either case; KiB and KB alike mean 1024) and an optional B; no fractions. Durations: a non-negative number
+ * with an optional unit us, ms, s, m (minutes), h, d; a bare number is seconds. */
+int cb_parse_size(const char *s, uint64_t *out);
+int cb_parse_duration(const char *s, double *seconds);
+
+/* ---- the contract's JSON document --------------------------------------- */
+/* What every kernel's document carries around its own parts (docs/kernel-contract.md):
+ * test, version, test_version, host, started, duration_s, config{}, metrics{},
+ * [the kernel's own top-level keys], compliance{threshold, [...], passed}. */
+typedef struct cb_envelope {
+    const char *test;
+    const char *test_version;
+    const char *started;  /* cb_iso8601_now() at the start of the run */
+    double duration_s;
+    double threshold;     /* NAN when the kernel has no single threshold */
+    int passed;
+} cb_envelope;
+
+typedef void (*cb_doc_part)(cb_json *j, const void *ctx);
+typedef struct cb_doc_parts {
+    cb_doc_part config;     /* inside "config" */
+    cb_doc_part metrics;    /* inside "metrics" (cbj_metric rows) */
+    cb_doc_part extra;      /* top-level keys of the kernel's own; may be NULL */
+    cb_doc_part compliance; /* further keys beside threshold and passed; may be NULL */
+} cb_doc_parts;
+
+/* Builds the document and writes it to path ("-" = stdout) atomically (cb_json_write).
+ * Returns 0, or -1 with a message printed. */
+int cb_doc_write(const char *path, const cb_envelope *env, const cb_doc_parts *parts,
+                 const void *ctx);
+
+#endif
