@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #define CB_EXIT_OK 0          /* ran and compliant */
@@ -32,6 +33,25 @@ long cb_opt_long(const char *opt, const char *arg, long min, long max);
 int cb_opt_intlist(const char *opt, const char *arg, int *out, int max);
 /* Parse an int list without exiting: returns count, or -1 on error. */
 int cb_parse_intlist(const char *s, int *out, int max);
+
+/* ---- interruption (cb_signal.c) ----------------------------------------- */
+/* SIGINT, SIGTERM or SIGHUP received (the signal's number), 0 otherwise. After
+ * cb_signals_install() the first such signal only sets it: the kernel stops measuring,
+ * prints its results block with "Interrupted: <signal>", writes its JSON document with
+ * "interrupted": true and exits with cb_exit_interrupted() (128 + the signal's number,
+ * as a shell reports a death by that signal). A second signal ends the process at once. */
+extern volatile sig_atomic_t cb_interrupted;
+void cb_signals_install(void);
+const char *cb_interrupted_name(void); /* "SIGINT", ...; NULL when not interrupted */
+int cb_exit_interrupted(void);
+#define CB_EXIT_INTERRUPTED_MIN 129    /* exit codes above 128: interrupted */
+
+/* ---- human output -------------------------------------------------------- */
+/* Where progress and the results block go: stdout, or stderr when the JSON document
+ * goes to stdout (--json -), so that stdout then holds the document alone.
+ * cb_human_output_for_json(json_path) after the options are parsed. */
+void cb_human_output_for_json(const char *json_path);
+FILE *cb_human(void);
 
 /* ---- clock ------------------------------------------------------------- */
 uint64_t cb_now_ns(void);                  /* CLOCK_MONOTONIC */

@@ -121,6 +121,8 @@ static void set_value(const cb_opt *o, const char *opt, const char *arg, void *c
         *(int *)dest = 1;
         return;
     case CB_OPT_STRING:
+        if (!arg || !*arg)
+            cb_usage_error("option %s needs a non-empty value", opt);
         *(const char **)dest = arg;
         return;
     case CB_OPT_CUSTOM:
@@ -303,6 +305,10 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv)
     }
     if (argc - optind > cmd->operands)
         cb_usage_error("unexpected argument '%s'", argv[optind + cmd->operands]);
+    /* --json -: the document alone on stdout, the human output on stderr */
+    const cb_opt *json = find_long(rows, "json");
+    if (json && json->type == CB_OPT_STRING)
+        cb_human_output_for_json(*(const char **)((char *)cfg + json->off));
     return optind;
 }
 

@@ -222,6 +222,12 @@ static void test_option_table(void)
     CHECK(cb_opts_given(&demo_cmd, "count") && cb_opts_given(&demo_cmd, "chunk"));
     CHECK(!cb_opts_given(&demo_cmd, "no-such-option"));
 
+    /* --json -: the document alone on stdout, the human output on stderr */
+    const char *to_stdout[] = {"demo", "-j", "-", NULL};
+    CHECK(parse_demo(&c, 3, to_stdout) == 3 && cb_human() == stderr);
+    const char *to_file[] = {"demo", "-j", "r.json", NULL};
+    CHECK(parse_demo(&c, 3, to_file) == 3 && cb_human() == stdout);
+
     /* deprecated spellings set the new option (the note goes to stderr) */
     const char *old[] = {"demo", "-t", "7", NULL};
     CHECK(parse_demo(&c, 3, old) == 3 && c.duration == 7 && cb_opts_given(&demo_cmd, "duration"));
@@ -268,7 +274,7 @@ static void test_option_errors(void)
         {"demo", "--chunk", "2G"},     {"demo", "--chunk", "1.5M"},  {"demo", "-m", "medium"},
         {"demo", "--nodes", "0-8"},    {"demo", "--nodes", "a"},     {"demo", "--key", "-1"},
         {"demo", "--rate", "inf"},     {"demo", "-x", "1"},          {"demo", "--bogus", "1"},
-        {"demo", "stray", "arg"}};
+        {"demo", "stray", "arg"},      {"demo", "--json=", ""},      {"demo", "-j", ""}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = exit_of(3, bad[i]);
         if (rc != 2)
