@@ -11,13 +11,43 @@ LDLIBS  += -pthread -lm
 # and the installed console scripts run with it.
 PYTHON  ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
 
+# ---- the target architecture: native, or a cross build (make CC=aarch64-linux-gnu-gcc) --
+# ARCH is the compiler's target (x86_64, aarch64). A cross build gets its own build and bin
+# directories, build/ARCH and bin/ARCH, so that both coexist in one checkout (the
+# modulefile puts bin/`uname -m` first on PATH); `make install PREFIX=` of a cross build
+# puts its kernels in PREFIX/bin/ARCH.
+CC_TRIPLET := $(shell $(CC) -dumpmachine 2>/dev/null)
+ARCH       := $(firstword $(subst -, ,$(CC_TRIPLET)))
+CROSS      := $(if $(filter-out $(shell uname -m),$(ARCH)),yes)
+ifeq ($(CROSS),yes)
+# The target's libraries, not this machine's: pkg-config searches PKG_CONFIG_LIBDIR (the
+# target's multiarch directory, or scripts/arm64-root's root: eval "$$(scripts/arm64-root
+# env)"), else the target's pkg-config wrapper; nothing found means the kernels that need
+# the library are skipped. The MPI and CUDA compilers on PATH build for this machine:
+# name the target's with MPICC=, NVCC=.
+PKG_CONFIG ?= $(or $(if $(PKG_CONFIG_LIBDIR),pkg-config),$(shell command -v $(CC_TRIPLET)-pkg-config 2>/dev/null),false)
+MPICC      ?=
+NVCC       ?=
+BUILD := build/$(ARCH)
+BIN   := bin/$(ARCH)
+ifeq ($(origin CXX),default)
+CXX := $(CC_TRIPLET)-g++
+endif
+# SYSROOT: a root file system of the target (scripts/arm64-root's) whose libc and libraries
+# the compiler and linker use.
+ifneq ($(SYSROOT),)
+CFLAGS += --sysroot=$(SYSROOT)
+endif
+else
 BUILD := build
 BIN   := bin
+endif
+PKG_CONFIG ?= pkg-config
 
 # ---- dependency detection: one line per kernel that is skipped ------------
-HWLOC_OK     := $(shell pkg-config --exists hwloc 2>/dev/null && echo yes)
-HWLOC_CFLAGS := $(shell pkg-config --cflags hwloc 2>/dev/null)
-HWLOC_LIBS   := $(shell pkg-config --libs hwloc 2>/dev/null)
+HWLOC_OK     := $(shell $(PKG_CONFIG) --exists hwloc 2>/dev/null && echo yes)
+HWLOC_CFLAGS := $(shell $(PKG_CONFIG) --cflags hwloc 2>/dev/null)
+HWLOC_LIBS   := $(shell $(PKG_CONFIG) --libs hwloc 2>/dev/null)
 
 # Each kernel's src/<kernel>/kernel.mk adds itself to KERNELS (with its link
 # rule) when its dependencies are present, or a "name: reason" to SKIPPED.
@@ -56,8 +86,14 @@ endif
 endif
 endef
 $(foreach p,MPI CUDA IBUMAD,$(eval $(call optional_part,$p)))
+ifeq ($(CROSS)-$(HWLOC_OK),yes-)
+SKIPPED += "(cross build for $(ARCH): hwloc for $(ARCH) not found; eval \"\$$(scripts/arm64-root env)\" or install libhwloc-dev:arm64)"
+endif
+ifeq ($(CROSS)-$(MPICC),yes-)
+SKIPPED += "(cross build for $(ARCH): the mpicc on PATH builds for this machine; MPICC= names $(ARCH)'s)"
+endif
 
-.PHONY: all kernels install test ctest run clean help
+.PHONY: all kernels install test ctest run clean help dist
 all: kernels
 	@for s in $(SKIPPED); do echo "skipped $$s"; done
 
@@ -109,11 +145,14 @@ endif
 # prefix written into it (@PREFIX@); the checkout's copy finds its root from its own path.
 # setuptools builds in ./build/lib whatever BUILD is, and would install a module since
 # removed from python/ from there: it starts afresh.
+# A cross build's kernels go to PREFIX/bin/ARCH, beside the native ones: one prefix for
+# both architectures, the modulefile choosing by `uname -m`.
+PREFIX_ARCH := $(if $(CROSS),/$(ARCH))
 SHARE := $(PREFIX)/share/cobalt-bench
 PYLIB := $(PREFIX)/lib/cobalt-bench/python
 install: all
-	install -d $(PREFIX)/bin $(PREFIX)/modulefiles/cobalt-bench $(SHARE)
-	for k in $(KERNELS); do install -m 755 $(BIN)/$$k $(PREFIX)/bin/; done
+	install -d $(PREFIX)/bin$(PREFIX_ARCH) $(PREFIX)/modulefiles/cobalt-bench $(SHARE)
+	for k in $(KERNELS); do install -m 755 $(BIN)/$$k $(PREFIX)/bin$(PREFIX_ARCH)/; done
 	rm -rf $(PYLIB) build/lib build/bdist.*
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --no-deps \
 		--no-build-isolation --target $(PYLIB) .
@@ -128,12 +167,35 @@ install: all
 	install -m 644 VERSION README.md $(SHARE)/
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
 
+# ---- dist: the release tarball a Spack mirror holds -----------------------------
+# cobalt-bench-$(VERSION).tar.gz of the committed tree (HEAD), unpacking to
+# cobalt-bench-$(VERSION)/: the file `spack install cobalt-bench@$(VERSION)` fetches, from
+# a site's mirror at <mirror>/cobalt-bench/ (README, Spack). `git archive` and `gzip -n`
+# make the same bytes for the same commit, so its sha256 can go into the recipe.
+DIST ?= dist
+dist:
+	@mkdir -p $(DIST)
+	git archive --format=tar --prefix=cobalt-bench-$(VERSION)/ HEAD | gzip -n -9 \
+		> $(DIST)/cobalt-bench-$(VERSION).tar.gz.tmp
+	mv $(DIST)/cobalt-bench-$(VERSION).tar.gz.tmp $(DIST)/cobalt-bench-$(VERSION).tar.gz
+	@echo "$(DIST)/cobalt-bench-$(VERSION).tar.gz sha256 $$(sha256sum < $(DIST)/cobalt-bench-$(VERSION).tar.gz | cut -d' ' -f1)"
+
 # ---- tests and the local suite -----------------------------------------------
 test: all ctest
 	$(PYTHON) -m pytest tests
 
 run: all
 	scripts/run-suite $(or $(SITE),local)
+
+# ---- the local cluster's arm partition (docs/arm.md) ----------------------------
+# The arm64 root (built once, cached outside the checkout; needs root, qemu-user-static and
+# mmdebstrap), and the aarch64 kernels and C unit tests (common, mem-test) built against it
+# (bin/aarch64; tests/test_arm.py runs them there).
+.PHONY: arm
+arm:
+	scripts/arm64-root build
+	eval "$$(scripts/arm64-root env)" && $(MAKE) CC=aarch64-linux-gnu-gcc kernels \
+		build/aarch64/tests/test_common build/aarch64/tests/test_memtest
 
 clean:
 	rm -rf $(BUILD) $(BIN)
@@ -143,4 +205,6 @@ help:
 	@echo "make install PREFIX=DIR   install bin/, the Python package, modulefile, jobs, checks, site configs"
 	@echo "make test       C unit tests and pytest (starts the local Slurm cluster)"
 	@echo "make run        run the suite with ReFrame on this machine (site 'local')"
+	@echo "make dist       the release tarball (DIST=dir, default dist/) for a Spack mirror"
+	@echo "make arm        the arm64 root (scripts/arm64-root) and the aarch64 build (bin/aarch64)"
 	@echo "make clean      remove build outputs"

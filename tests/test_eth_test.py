@@ -350,8 +350,11 @@ def test_killed_sender_leaves_a_partial_report(net, tmp_path):
 
 
 # ---- crafted datagrams of the real format -----------------------------------------------
-# An independent (Python) writer of eth-test's format (src/eth-test/eth_proto.h).
+# An independent (Python) writer of eth-test's format (src/eth-test/eth_proto.h), in the
+# protocol version the tree's header declares (the version its binaries speak).
 M64 = (1 << 64) - 1
+with open(os.path.join(ROOT, 'src', 'eth-test', 'eth_proto.h')) as _fp:
+    VERSION = int(re.search(r'#define ET_VERSION (\d+)', _fp.read()).group(1))
 
 
 def mix64(x):
@@ -362,7 +365,7 @@ def mix64(x):
 
 
 def header(kind, stream, nstreams, size, session, seq, aux=0, copy=0):
-    h = struct.pack('<4sBBHHHIQQQ', b'CBET', 1, kind, stream, nstreams, copy, size,
+    h = struct.pack('<4sBBHHHIQQQ', b'CBET', VERSION, kind, stream, nstreams, copy, size,
                     session, seq, aux)
     c = 0x6574682d74657374
     for w in struct.unpack('<5Q', h):
@@ -381,8 +384,12 @@ def data(session, stream, nstreams, seq, size=1000, corrupt=False):
     return header(1, stream, nstreams, size, session, seq) + bytes(payload)
 
 
-def end(session, stream, nstreams, sent, copy):
-    return header(2, stream, nstreams, 48, session, sent, aux=10_000_000, copy=copy)
+def end(session, stream, nstreams, sent, copy, send_ns=10_000_000):
+    return header(2, stream, nstreams, 48, session, sent, aux=send_ns, copy=copy)
+
+
+def start(session, stream, nstreams, planned, copy, size=1000):
+    return header(3, stream, nstreams, 48, session, planned, aux=size, copy=copy)
 
 
 SENDER = '''
@@ -398,6 +405,9 @@ for port, hexdata in json.load(sys.stdin):
 @needs_netns
 def test_crafted_datagrams_are_classified(net, tmp_path):
     S, OTHER = 0x5eed, 0xf0e1
+    # the start records, two copies per stream: they lock session S (four pieces of
+    # evidence) and confirm each stream's plan
+    starts = [start(S, st, 2, planned, c) for c in (0, 1) for st, planned in ((0, 10), (1, 6))]
     s0 = [data(S, 0, 2, q) for q in (0, 1, 2, 4, 5)]        # 3 is missing: a gap
     s0 += [data(S, 0, 2, 2), data(S, 0, 2, 2)]              # two duplicates
     s0 += [data(S, 0, 2, q) for q in (7, 6, 9)]             # 6 late: reordered; 8 missing
@@ -411,9 +421,9 @@ def test_crafted_datagrams_are_classified(net, tmp_path):
                header(1, 0, 2, 1000, S, 3)[:40] + b'\0' * 960,  # header check wrong
                data(S, 0, 2, 8)[:500]]                      # truncated: length differs
     misdirected = [data(S, 1, 2, 0)]                        # stream 1 on stream 0's port
-    plan = [(PORT, s0[0])]                                  # session S first: it is locked
+    plan = [(PORT + i % 2, d) for i, d in enumerate(starts)]  # session S is locked
     plan += [(PORT, d) for d in strays + garbage + misdirected]
-    plan += [(PORT, d) for d in s0[1:]] + [(PORT + 1, d) for d in s1]
+    plan += [(PORT, d) for d in s0] + [(PORT + 1, d) for d in s1]
 
     ready = tmp_path / 'ready'
     rx = net.popen_rx([RECV, '-H', net.rx_addr, '--streams', '2', '--threshold', '0',
@@ -435,6 +445,8 @@ def test_crafted_datagrams_are_classified(net, tmp_path):
         (10, 8, 2, 2, 1), out
     assert (st1['sent'], st1['received'], st1['lost'], st1['corrupt']) == (5, 5, 0, 1), out
     assert st0['sent_known'] and st1['sent_known'] and doc['complete']
+    assert st0['start_records'] == st1['start_records'] == 2
+    assert st0['end_records'] == st1['end_records'] == 3
     assert m['foreign_datagrams'] == 3
     assert m['misdirected_datagrams'] == 1
     assert m['malformed_datagrams'] == 4
@@ -449,6 +461,115 @@ def test_crafted_datagrams_are_classified(net, tmp_path):
     # loss and a corrupt payload: not compliant, and it says why
     assert rx.returncode == 1
     assert 'CORRUPT DATA: 1 packets' in out
+
+
+# ---- one stray or forged datagram changes nothing but the counters of rejected ones ------
+# A real sender and receiver across the namespaces; one datagram crafted by the test is
+# sent to the receiver's port from the sending namespace, before the sender starts or
+# while it sends. Every figure must be what the sender's own document says (all packets
+# received, none lost, the sender's session, every end record in), and of the counters
+# of datagrams set aside exactly one must count it: the one named.
+TX_SESSION = 0x5eed0001
+OTHER_SESSION = 0xf0e1
+STRAY_STREAMS, STRAY_RATE, STRAY_SIZE = 2, 0.2, 8900
+# the sender's plan per stream (et_packets_per_stream) for --duration D
+def stray_plan(duration):
+    return round(duration * STRAY_RATE / STRAY_STREAMS * 1e9 / (8 * STRAY_SIZE))
+
+
+OTHER_COUNTERS = ('malformed_datagrams', 'foreign_datagrams', 'misdirected_datagrams',
+                  'rejected_datagrams', 'verification_errors')
+
+# name, when, receiver's extra options, the datagram (from the sender's plan), the
+# counter that counts it ('rejected:<reason>' for a rejected one)
+STRAYS = [
+    # the issue's cases
+    ('session_option_5_bytes', 'before', ['--session', hex(TX_SESSION)],
+     lambda plan: b'hello', 'malformed_datagrams'),
+    ('other_session_huge_number', 'before', [],
+     lambda plan: data(OTHER_SESSION, 0, 2, 1 << 62), 'rejected:out_of_window'),
+    ('same_session_huge_number', 'during', [],
+     lambda plan: data(TX_SESSION, 0, 2, 1 << 62, size=STRAY_SIZE), 'rejected:beyond_plan'),
+    # and their neighbours
+    ('other_session_first_packet', 'before', [],
+     lambda plan: data(OTHER_SESSION, 0, 2, 0), 'foreign_datagrams'),
+    ('same_session_huge_number_before', 'before', [],
+     lambda plan: data(TX_SESSION, 1, 2, 1 << 62), 'rejected:out_of_window'),
+    ('same_session_just_beyond_plan', 'during', [],
+     lambda plan: data(TX_SESSION, 1, 2, plan + 3, size=STRAY_SIZE), 'rejected:beyond_plan'),
+    ('forged_end_record_before', 'before', [],
+     lambda plan: end(TX_SESSION, 0, 2, 3, 0), 'rejected:record_conflict'),
+    ('forged_end_record_during', 'during', [],
+     lambda plan: end(TX_SESSION, 1, 2, plan // 2, 0), 'rejected:record_conflict'),
+    ('forged_end_record_huge', 'during', [],
+     lambda plan: end(TX_SESSION, 0, 2, 1 << 62, 0), 'rejected:record_out_of_range'),
+    ('forged_start_record_before', 'before', [],
+     lambda plan: start(TX_SESSION, 0, 2, 1, 0, size=STRAY_SIZE), 'rejected:record_conflict'),
+]
+
+
+@needs_netns
+@pytest.mark.parametrize('name,when,recv_args,make,counter', STRAYS, ids=[s[0] for s in STRAYS])
+def test_one_stray_datagram_changes_no_figure(net, tmp_path, name, when, recv_args, make, counter):
+    duration = 1.5 if when == 'during' else 0.5
+    plan = stray_plan(duration)
+    stray = make(plan)
+    port = PORT + (stray[6] if len(stray) >= 48 else 0)   # its stream's port
+    inject = [sys.executable, '-c', SENDER, net.rx_addr]
+    payload = json.dumps([(port, stray.hex())])
+    ready = tmp_path / 'ready'
+    rx = net.popen_rx([RECV, '-H', net.rx_addr, '--streams', str(STRAY_STREAMS), '--threshold', '0',
+                       '--timeout', '20', '--quiet', '--ready-file', str(ready),
+                       '--json', str(tmp_path / 'r.json'), *recv_args])
+    tx = None
+    try:
+        net.wait_ready(str(ready), rx)
+        if when == 'before':
+            r = net.run_tx(inject, input=payload, timeout=30)
+            assert r.returncode == 0, r.stderr
+            time.sleep(0.3)   # time to act on it, as a receiver without the fix did
+        tx = net.popen_tx([SEND, '-H', net.rx_addr, '--streams', str(STRAY_STREAMS),
+                           '--rate', str(STRAY_RATE), '--duration', str(duration),
+                           '--session', hex(TX_SESSION), '--quiet',
+                           '--json', str(tmp_path / 't.json')])
+        if when == 'during':
+            time.sleep(duration / 3)
+            r = net.run_tx(inject, input=payload, timeout=30)
+            assert r.returncode == 0, r.stderr
+            assert tx.poll() is None, 'the sender ended before the stray was sent'
+        tx_out, tx_err = tx.communicate(timeout=60)
+        out, err = rx.communicate(timeout=60)
+    finally:
+        for p in (rx, tx):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert rx.returncode == 0, out + err
+    doc = json.loads((tmp_path / 'r.json').read_text())
+    txm = json.loads((tmp_path / 't.json').read_text())['metrics']
+    m = {k: v['value'] for k, v in doc['metrics'].items()}
+    sent = txm['sent_packets']['value']
+    assert sent == STRAY_STREAMS * plan
+    # every figure is the sender's truth
+    assert doc['config']['session'] == hex(TX_SESSION), out
+    assert (m['sent_packets'], m['received_packets'], m['lost_packets']) == (sent, sent, 0), out
+    assert m['average_loss'] == 0 and doc['complete'] is True, out
+    assert (m['duplicate_packets'], m['reordered_packets'], m['stale_packets']) == (0, 0, 0), out
+    assert [(s['sent'], s['received'], s['lost']) for s in doc['streams']] == \
+        [(plan, plan, 0)] * STRAY_STREAMS, out
+    assert doc['compliance']['passed'] is True, out
+    # and the one datagram is counted where it belongs, nowhere else
+    expected = {k: 0 for k in OTHER_COUNTERS}
+    reasons = {k: 0 for k in doc['rejected']}
+    if counter.startswith('rejected:'):
+        expected['rejected_datagrams'] = 1
+        reasons[counter.split(':')[1]] = 1
+    else:
+        expected[counter] = 1
+    assert {k: m[k] for k in OTHER_COUNTERS} == expected, out
+    assert doc['rejected'] == reasons, out
+    if counter.startswith('rejected:'):
+        assert 'rejected, ' in out   # the human report says why
 
 
 # ---- buffers, busy polling, pinning ------------------------------------------------------

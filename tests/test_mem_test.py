@@ -56,6 +56,7 @@ def test_paced_run_results_and_json(tmp_path):
         assert key in doc
     m = doc['metrics']
     assert doc['test'] == 'mem-test'
+    assert doc['interrupted'] is False  # a whole run (signals: tests/test_kernel_faults.py)
     assert m['desired_speed'] == {'value': pytest.approx(8), 'unit': 'Gbit/s'}
     assert m['measured_speed']['unit'] == 'Gbit/s'
     assert abs(m['measured_speed']['value'] - measured) < 0.01

@@ -214,3 +214,30 @@ def test_load_sets_pythonpath_of_a_checkout(root, version):
     got = shell_vars(proc.stdout)
     assert got['PYTHONPATH'].split(':')[0] == os.path.join(root, 'python')
     assert got['PKG'] == os.path.join(root, 'python', 'cobalt_bench', '__init__.py')
+
+
+def test_node_architecture_picks_its_build(root, tmp_path, version):
+    # A build for the loading node's architecture in bin/<uname -m> (where a cross build,
+    # make CC=aarch64-linux-gnu-gcc, puts its kernels) comes before bin/ on PATH; a build
+    # for another architecture is left alone. Lmod evaluates the file on the node, so an
+    # aarch64 node of the arm partition gets bin/aarch64 (tests/test_arm.py runs that).
+    arch = os.uname().machine
+    other_arch = 'x86_64' if arch == 'aarch64' else 'aarch64'
+    tree = tmp_path / 'tree'
+    (tree / 'modulefiles' / 'cobalt-bench').mkdir(parents=True)
+    shutil.copy(os.path.join(root, 'modulefiles', 'cobalt-bench', f'{version}.lua'),
+                tree / 'modulefiles' / 'cobalt-bench' / f'{version}.lua')
+    for d in ('bin', f'bin/{arch}', f'bin/{other_arch}'):
+        (tree / d).mkdir(parents=True, exist_ok=True)
+        (tree / d / 'mem-test').write_text('#!/bin/sh\n')
+        (tree / d / 'mem-test').chmod(0o755)
+    script = (f'module use {tree}/modulefiles\nmodule load cobalt-bench\n'
+              'echo MEM_TEST=$(command -v mem-test)\necho ARCH=$COBALT_BENCH_ARCH\n')
+    proc = bash(script, cwd='/')
+    assert proc.returncode == 0, proc.stderr
+    got = shell_vars(proc.stdout)
+    assert got['MEM_TEST'] == str(tree / 'bin' / arch / 'mem-test')
+    assert got['ARCH'] == arch
+    shutil.rmtree(tree / 'bin' / arch)
+    proc = bash(script, cwd='/')
+    assert shell_vars(proc.stdout)['MEM_TEST'] == str(tree / 'bin' / 'mem-test')

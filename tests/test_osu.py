@@ -1,8 +1,9 @@
 '''OSU micro-benchmarks: the output parser (on the SJTU document's tables and on real OSU
 5.3 and 7.4 outputs), the site `sjtu` (its references are the document's figures, its job
 scripts the document's, checked through `reframe --dry-run`), and the checks run through
-the local Slurm cluster against a real OSU (found through COBALT_OSU_PATH or PATH;
-skipped, saying so, where there is none).'''
+the local Slurm cluster against every OSU release the `local` site's Spack environment
+builds, loaded as its Spack modules (the `spack_site` fixture; skipped, saying so, where
+there is no Spack).'''
 
 import json
 import os
@@ -16,6 +17,7 @@ import yaml
 
 from cobalt_bench.parsers import osu as osu_parse
 from cobalt_bench.parsers import osu_install
+from conftest import osu_releases
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
 
@@ -127,6 +129,74 @@ def test_osu_5_layout():
     assert [c.name for c in latency.columns] == ['Latency (us)']
     assert data('osu-5.3-allreduce.txt').sizes[0] == 4   # 5.x allreduce counts floats
     assert data('osu-5.3-bcast.txt').sizes == POWERS_1_4M[:21]
+
+
+# Our own runs, one output of each benchmark per release (tests/data/osu/<release>/,
+# README there), and the flat osu-5.3-*/osu-7.4-* files: every release the parser has met.
+RECORDED = {
+    '5.3': {f'osu_{b}': f'osu-5.3-{b}.txt' for b in ('latency', 'mbw_mr', 'bcast', 'allreduce')},
+    '7.4': {**{f'osu_{b}': f'osu-7.4-{b}.txt' for b in (
+        'latency', 'bw', 'bibw', 'mbw_mr', 'bcast', 'allreduce', 'alltoall')},
+        'osu_bcast-f': 'osu-7.4-bcast-full.txt', 'osu_latency-c': 'osu-7.4-latency-validation.txt'},
+}
+for _release in sorted(os.listdir(DATA)):
+    if os.path.isdir(os.path.join(DATA, _release)):
+        RECORDED[_release] = {n[:-4]: os.path.join(_release, n)
+                              for n in sorted(os.listdir(os.path.join(DATA, _release)))
+                              if n.endswith('.txt')}
+RECORDED_FILES = [(rel, name, path) for rel, files in sorted(RECORDED.items())
+                  for name, path in files.items()]
+
+
+def test_recorded_outputs_span_the_release_families():
+    # At least five releases over 5.x, 6.x and 7.x; for one release of each family, every
+    # benchmark the checks run.
+    assert len(RECORDED) >= 5, sorted(RECORDED)
+    for family in '567':
+        complete = [r for r in RECORDED if r.startswith(family) and
+                    set(osu_parse.TITLES) <= set(RECORDED[r])]
+        assert complete, f'no {family}.x release with every benchmark recorded'
+
+
+@pytest.mark.parametrize('release,name,path', RECORDED_FILES,
+                         ids=[f'{r}-{n}' for r, n, _ in RECORDED_FILES])
+def test_every_recorded_release_parses(release, name, path):
+    bench, _, option = name.partition('-')
+    table = data(path)
+    assert table.title == osu_parse.TITLES[bench]
+    # 7.0.1 calls itself 7.0: the version printed is the release's, or a prefix of it.
+    assert release.startswith(table.version), (release, table.version)
+    assert set(osu_parse.REQUIRED_METRICS[bench]) <= set(table.metrics())
+    assert len(table.rows) >= 10
+    assert all(s == 0 or s & (s - 1) == 0 for s in table.sizes), table.sizes
+    # What the checks' sanity asks of a table: every default size they declare (none
+    # below what this release starts with), positive measurements.
+    defaults = [s for s in osu_parse.DEFAULT_SIZES[bench] if s <= table.sizes[-1]]
+    missing = [s for s in defaults if s not in table.rows and s >= table.sizes[0]]
+    assert not missing, missing
+    for row in table.rows.values():
+        assert all(v > 0 for c, v in zip(table.columns, row)
+                   if c.metric not in osu_parse.NOT_PERFORMANCE)
+    if option == 'f':
+        assert table.metrics() == ['latency', 'min_latency', 'max_latency', 'iterations']
+        assert all(low <= avg <= high for avg, low, high, _ in table.rows.values())
+    if option == 'c':
+        assert set(table.column('validation').values()) == {'Pass'}
+    if bench == 'osu_mbw_mr':
+        assert (table.params['pairs'], table.params['window size']) == ('1', '64')
+
+
+def test_a_line_the_parser_does_not_know_is_named():
+    # A line between the column header and the rows that is no row: the error names it,
+    # instead of a table "without rows".
+    text = read(os.path.join(DATA, '6.2', 'osu_latency.txt'))
+    odd = text.replace('# Size          Latency (us)\n',
+                       '# Size          Latency (us)\n# Warmup iterations: 10\n', 1)
+    assert odd != text
+    with pytest.raises(osu_parse.OsuParseError,
+                       match=r"line 3: not a row of the table under '# Size +Latency \(us\)': "
+                             r"'# Warmup iterations: 10'"):
+        osu_parse.parse(odd)
 
 
 @pytest.mark.parametrize('text,message', [
@@ -337,50 +407,65 @@ def test_sjtu_dry_run_writes_no_results(sjtu_dry_runs):
 
 # ---- site local-slurm: real OSU through Slurm -------------------------------------------
 
-def osu_or_skip():
-    path = osu_install.find('osu_latency')
-    if path is None:
-        pytest.skip(osu_install.not_found_reason('osu_latency'))
-    return path
-
-
 LOCAL_SLURM = os.path.join(REPO, 'site-configs', 'local-slurm', 'config.py')
 # Short runs: sizes 1 B to 4 KiB, 200 iterations.
 SHORT = ['-S', 'osu_opts=-m 1:4096 -i 200 -x 20', '-S', 'sizes=1,8,1024,4096']
-SOME = ['-n', '%benchmark=osu_(latency|mbw_mr|bcast)']
 
 
-def test_local_slurm_runs_osu(tmp_path, slurm_cluster):
-    osu_or_skip()
+def tasks_of(tc):
+    return '4' if tc['benchmark'] in ('osu_bcast', 'osu_allreduce', 'osu_alltoall') else '2'
+
+
+def spack_osu(spack_site, release):
+    '''ReFrame's options that load a release's Spack modules, as a site would.'''
+    return ['--module-path', str(spack_site.lmod_core),
+            *[a for m in spack_site.osu_module(release).split() for a in ('-m', m)]]
+
+
+@pytest.mark.parametrize('release', osu_releases())
+def test_local_slurm_runs_osu(release, tmp_path, slurm_cluster, spack_site):
+    binaries = spack_site.osu_binaries(release)
     env = reframe_env(tmp_path, SLURM_CONF=slurm_cluster.env['SLURM_CONF'])
     proc = run_reframe(['-C', LOCAL_SLURM, '-c', CHECKS, '-r', '--exec-policy', 'serial',
-                        *SOME, *SHORT], tmp_path, env)
+                        *spack_osu(spack_site, release), *SHORT], tmp_path, env)
     assert proc.returncode == 0, proc.stdout
     testcases = load_report(tmp_path / 'local-slurm' / 'run' / 'report.json')
-    assert sorted(tc['benchmark'] for tc in testcases) == [
-        'osu_bcast', 'osu_latency', 'osu_mbw_mr']
+    # Every OSU check, each passing sanity and judged by the site's references.
+    assert sorted(tc['benchmark'] for tc in testcases) == sorted(BENCHMARKS)
+    local_refs = yaml.safe_load(read(os.path.join(REPO, 'site-configs', 'local-slurm',
+                                                  'references.yaml')))
+    judged = 0
     for tc in testcases:
         assert tc['result'] == 'pass', (tc['fail_phase'], tc['fail_reason'])
-        assert re.fullmatch(r'\d+(\.\d+)+', tc['osu_version']), tc['osu_version']
+        assert release.startswith(tc['osu_version']), tc['osu_version']
         perf = {k.split(':')[-1]: v for k, v in tc['perfvalues'].items()}
-        metrics = {'osu_mbw_mr': ['bandwidth', 'message_rate']}.get(tc['benchmark'],
-                                                                     ['latency'])
+        metrics = {'osu_mbw_mr': ['bandwidth', 'message_rate']}.get(
+            tc['benchmark'], ['bandwidth'] if tc['benchmark'] in ('osu_bw', 'osu_bibw')
+            else ['latency'])
         # Every declared size of every metric, measured (and some judged: see
         # site-configs/local-slurm/references.yaml).
-        assert sorted(perf) == sorted(f'{m}_{s}' for m in metrics for s in (1, 8, 1024, 4096))
+        sizes = [s for s in (1, 8, 1024, 4096)
+                 if s >= osu_parse.DEFAULT_SIZES[tc['benchmark']][0]]
+        assert sorted(perf) == sorted(f'{m}_{s}' for m in metrics for s in sizes)
         assert all(v[0] > 0 for v in perf.values()), perf
-        assert any(v[1] != 0 for v in perf.values()), 'no reference applied'
+        # Judged by site-configs/local-slurm/references.yaml where it names a size run here.
+        entry = 'OsuCollective' if tasks_of(tc) == '4' else 'OsuPt2Pt'
+        refs = {k: v for k, v in local_refs[entry]['local-slurm:.*'][tc['benchmark']].items()
+                if k in perf}
+        judged += len(refs)
+        assert all(perf[k][1] == ref[0] for k, ref in refs.items()), (refs, perf)
         script = read(os.path.join(tc['outputdir'], 'rfm_job.sh'))
-        assert f'srun --mpi=pmix {osu_install.find(tc["benchmark"])} -m 1:4096' in script
-        tasks = '4' if tc['benchmark'] == 'osu_bcast' else '2'
-        assert f'#SBATCH --ntasks={tasks}\n' in script
+        assert f'srun --mpi=pmix {binaries[tc["benchmark"]]} -m 1:4096' in script
+        assert f'#SBATCH --ntasks={tasks_of(tc)}\n' in script
         # The OSU table is kept with the outputs, and it is what the check reported.
         table = osu_parse.parse_file(os.path.join(tc['outputdir'], 'rfm_job.out'))
         assert table.column(metrics[0])[8] == perf[f'{metrics[0]}_8'][0]
+    assert judged >= 5, 'the references judged almost nothing'
 
 
-def test_local_slurm_unmet_reference_and_missing_sizes_fail(tmp_path, slurm_cluster):
-    osu_or_skip()
+def test_local_slurm_unmet_reference_and_missing_sizes_fail(tmp_path, slurm_cluster,
+                                                            spack_site):
+    osu = spack_osu(spack_site, osu_releases()[0])
     # A copy of the site whose latency reference no machine meets.
     site = tmp_path / 'site-configs'
     shutil.copytree(os.path.join(REPO, 'site-configs'), site,
@@ -392,7 +477,7 @@ def test_local_slurm_unmet_reference_and_missing_sizes_fail(tmp_path, slurm_clus
     env = reframe_env(tmp_path, SLURM_CONF=slurm_cluster.env['SLURM_CONF'],
                       COBALT_BENCH_ROOT=REPO)
     proc = run_reframe(['-C', str(site / 'local-slurm' / 'config.py'), '-c', CHECKS, '-r',
-                        '-n', '%benchmark=osu_latency', *SHORT], tmp_path, env)
+                        '-n', '%benchmark=osu_latency', *osu, *SHORT], tmp_path, env)
     assert proc.returncode != 0, proc.stdout
     (tc,) = load_report(tmp_path / 'local-slurm' / 'run' / 'report.json')
     assert (tc['result'], tc['fail_phase']) == ('fail', 'performance'), proc.stdout
@@ -403,7 +488,7 @@ def test_local_slurm_unmet_reference_and_missing_sizes_fail(tmp_path, slurm_clus
     results.mkdir()
     env['COBALT_BENCH_RESULTS'] = str(results)
     proc = run_reframe(['-C', LOCAL_SLURM, '-c', CHECKS, '-r', '-n', '%benchmark=osu_latency',
-                        '-S', 'osu_opts=-m 1:4096 -i 100 -x 10', '-S', 'sizes=8,65536'],
+                        *osu, '-S', 'osu_opts=-m 1:4096 -i 100 -x 10', '-S', 'sizes=8,65536'],
                        results, env)
     (tc,) = load_report(results / 'local-slurm' / 'run' / 'report.json')
     assert (tc['result'], tc['fail_phase']) == ('fail', 'sanity'), proc.stdout

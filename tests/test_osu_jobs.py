@@ -1,7 +1,10 @@
 '''The OSU Slurm batch scripts (jobs/osu_*.slurm), submitted with sbatch to the local
-Slurm cluster: with a real OSU (COBALT_OSU_PATH or PATH; skipped, saying so, without
-one) they run to completion and leave OSU's output under results/; without OSU, or with a
-module that does not exist, they fail with exit code 3 and say why.'''
+Slurm cluster: with each OSU release the `local` site's Spack environment builds, loaded
+as a site loads it (`OSU_MODULE="openmpi osu-micro-benchmarks/<version>"`, the Lmod
+modules Spack generated; the `spack_site` fixture, skipped without a Spack), they run to
+completion and leave OSU's output under results/; with a build named by COBALT_OSU_PATH
+too; without OSU, or with a module that does not exist, they fail with exit code 3 and say
+why.'''
 
 import os
 import shutil
@@ -11,7 +14,7 @@ import time
 import pytest
 
 from cobalt_bench.parsers import osu as osu_parse
-from cobalt_bench.parsers import osu_install
+from conftest import osu_releases
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
 
@@ -65,58 +68,52 @@ def log(cwd, bench, jobid):
         return fp.read()
 
 
-@pytest.fixture(scope='module')
-def osu_root():
-    path = osu_install.find('osu_latency')
-    if path is None:
-        pytest.skip(osu_install.not_found_reason('osu_latency'))
-    return path
-
-
-@pytest.fixture(scope='module')
-def submitted(osu_root, slurm_cluster, tmp_path_factory):
-    '''All five scripts submitted at once (they run one after the other: --exclusive),
-    from a directory that is not the checkout, without the cobalt-bench module loaded;
-    OSU through COBALT_OSU_PATH (the build's directories), srun's MPI plugin pmix.'''
-    cwd = tmp_path_factory.mktemp('osu-jobs')
-    dirs = sorted({os.path.dirname(osu_install.find(b)) for b in SCRIPTS})
-    env = job_env(slurm_cluster.env, COBALT_OSU_PATH=':'.join(dirs), OSU_SRUN_MPI='pmix',
+@pytest.fixture(scope='module', params=osu_releases())
+def submitted(request, spack_site, slurm_cluster, tmp_path_factory):
+    '''All five scripts submitted at once (they run one after the other: --exclusive)
+    for one OSU release, from a directory that is not the checkout, without the
+    cobalt-bench module loaded; OSU from its Spack module, srun's MPI plugin pmix.'''
+    release = request.param
+    cwd = tmp_path_factory.mktemp(f'osu-jobs-{release}')
+    env = job_env(slurm_cluster.env, MODULEPATH=str(spack_site.lmod_core),
+                  OSU_MODULE=spack_site.osu_module(release), OSU_SRUN_MPI='pmix',
                   OSU_OPTS=SHORT, COBALT_BENCH_RESULTS=str(cwd / 'results'),
                   # 4 ranks on this machine's 2 cores: Open MPI must not busy-wait
                   OMPI_MCA_mpi_yield_when_idle='1')
     jobs = {b: sbatch(os.path.join(JOBS, f'{b}.slurm'), cwd, env) for b in SCRIPTS}
-    return cwd, env, jobs
+    return release, spack_site.osu_binaries(release), cwd, env, jobs
 
 
 @pytest.mark.parametrize('bench', list(SCRIPTS))
 def test_job_runs_osu(bench, submitted):
-    cwd, env, jobs = submitted
+    release, binaries, cwd, env, jobs = submitted
     jobid = jobs[bench]
     assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
     title, tasks = SCRIPTS[bench]
     text = log(cwd, bench, jobid)
+    assert f'modules: openmpi osu-micro-benchmarks/{release}' in text
     assert f'job {jobid}: {tasks} tasks on 2 nodes' in text
-    assert f'srun --mpi=pmix {osu_install.find(bench)} {SHORT}' in text
-    # OSU's own output is kept under results/, and is a whole table.
+    assert f'srun --mpi=pmix {binaries[bench]} {SHORT}' in text
+    # OSU's own output is kept under results/, and is a whole table of that release.
     table = osu_parse.parse_file(cwd / 'results' / 'slurm' / f'{bench}-{jobid}.txt')
     assert table.title == title
+    assert release.startswith(table.version), (release, table.version)
     assert table.sizes == [1 << i for i in range(11)]
     assert f'{title} v{table.version}' in text and 'exit code 0' in text
 
 
-def test_job_finds_osu_through_its_module(osu_root, slurm_cluster, tmp_path):
-    # A site's OSU module (here a Lmod modulefile for the OSU build used above) named
-    # osu-micro-benchmarks: loaded by default, it puts the benchmarks on PATH.
-    moddir = tmp_path / 'modules' / 'osu-micro-benchmarks'
-    moddir.mkdir(parents=True)
-    (moddir / 'test.lua').write_text(f'prepend_path("PATH", "{os.path.dirname(osu_root)}")\n')
-    env = job_env(slurm_cluster.env, MODULEPATH=str(tmp_path / 'modules'), OSU_OPTS=SHORT,
+def test_job_finds_osu_through_cobalt_osu_path(spack_site, slurm_cluster, tmp_path):
+    # No module: COBALT_OSU_PATH names the install prefix (libexec/osu-micro-benchmarks/...).
+    release = osu_releases()[0]
+    binary = spack_site.osu_binaries(release)['osu_latency']
+    prefix = binary.split('/libexec/')[0]
+    env = job_env(slurm_cluster.env, MODULEPATH=str(tmp_path), COBALT_OSU_PATH=prefix,
+                  OSU_SRUN_MPI='pmix', OSU_OPTS=SHORT,
                   COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(os.path.join(JOBS, 'osu_latency.slurm'), tmp_path, env)
     assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(tmp_path, 'osu_latency', jobid)
     text = log(tmp_path, 'osu_latency', jobid)
-    assert 'modules: osu-micro-benchmarks' in text
-    assert f'running: srun {osu_root} ' in text
+    assert f'running: srun --mpi=pmix {binary} ' in text
     osu_parse.parse_file(tmp_path / 'results' / 'slurm' / f'osu_latency-{jobid}.txt')
 
 

@@ -66,8 +66,11 @@ def slurm_run(tmp_path_factory, slurm_cluster):
     return run_dir
 
 
-def md_rows(md, check):
-    '''The Markdown table rows of a check: lists of cells.'''
+def md_rows(md, check, section=None):
+    '''The Markdown table rows of a check (in the section `## <section>` only, if
+    given): lists of cells.'''
+    if section is not None:
+        md = md.split(f'\n## {section}\n')[1].split('\n## ')[0]
     return [[c.strip() for c in line.strip('|').split(' | ')]
             for line in md.splitlines() if line.startswith(f'| {check} |')]
 
@@ -85,12 +88,27 @@ def test_report_of_a_local_run(local_run, tmp_path):
     assert f'wrote {out}/report.md' in proc.stdout
     with open(os.path.join(out, 'report.md')) as fp:
         md = fp.read()
-    assert '**Verdict: COMPLIANT**' in md
+    # The site `local` is a demonstration: never COMPLIANT, and the verdict says why first.
+    assert '**Verdict: DEMONSTRATION**' in md
+    assert md.index('**Verdict: DEMONSTRATION**') < md.index('Why:') < md.index('## Checks')
+    assert "1. site 'local' is a demonstration" in md
+    assert proc.stdout.startswith('verdict: DEMONSTRATION (not a compliance verdict')
     doc = mem_test_doc(local_run, 'local/default')
-    rows = {r[3]: r for r in md_rows(md, 'MemTest') if len(r) == 9}
-    # value, reference, bounds, unit, verdict of the judged metrics; values from the run.
-    value, ref, bounds, unit, verdict = rows['percent_of_desired'][4:9]
+    rows = {r[3]: r for r in md_rows(md, 'MemTest') if len(r) == 10}
+    # value, reference, bounds, unit, verdict of the judged metrics; values from the run;
+    # and the reference file and entry each was judged by.
+    value, ref, bounds, unit, verdict, entry = rows['percent_of_desired'][4:10]
     assert (ref, bounds, unit, verdict) == ('100', '>= 99.75', '%', 'PASS')
+    assert entry == "local/references.yaml: MemTest / 'local:default' / percent_of_desired"
+    # What reproduces it: kernel version and the command line ReFrame ran.
+    (repro,) = md_rows(md, 'MemTest', 'Reproducing a verdict')
+    assert repro[2] == f'mem-test {doc["version"]}'
+    assert repro[3] == 'mem-test --stations 1 --desired-rate 8 --duration 3 --json mem-test.json'
+    # The kernel's own verdict is there, labelled, apart from the site's.
+    (checks,) = md_rows(md, 'MemTest', 'Checks')
+    assert checks[3] == 'PASS' and checks[5] == 'mem-test: passed (its threshold 99.75)'
+    verdict_doc = json.loads(open(os.path.join(out, 'verdict.json')).read())
+    assert list(verdict_doc)[0] == 'state' and verdict_doc['state'] == 'DEMONSTRATION'
     assert float(value) == pytest.approx(doc['metrics']['percent_of_desired']['value'],
                                          rel=1e-3)
     assert rows['desired_speed'][6] == '7.992 .. 8.008'
@@ -119,12 +137,12 @@ def test_report_of_a_slurm_run(slurm_run):
         md = fp.read()
     assert not os.path.exists(os.path.join(slurm_run, 'report', 'report.html'))
     rows = md_rows(md, 'MemTest')
-    checks = [r for r in rows if len(r) == 5]
+    checks = md_rows(md, 'MemTest', 'Checks')
     assert sorted(r[1] for r in checks) == ['local-slurm:arm', 'local-slurm:x86']
     for part in ('x86', 'arm'):
         doc = mem_test_doc(slurm_run, f'local-slurm/{part}')
         # The node the job ran on (n1 or n2, Slurm's choice) is the document's host.
-        measured = [r for r in rows if len(r) == 9 and r[1] == f'local-slurm:{part}'
+        measured = [r for r in rows if len(r) == 10 and r[1] == f'local-slurm:{part}'
                     and r[3] == 'measured_speed']
         assert measured and measured[0][2] == doc['host'] and doc['host'] in ('n1', 'n2')
     assert md.count('## Preflight: local-slurm:') == 2
@@ -150,13 +168,20 @@ def test_failing_reference_shows_fail_with_bounds(repo_root, tmp_path):
     assert proc.returncode == 1, proc.stdout
     run_dir = tmp_path / 'local' / 'failing'
     rep = cobalt_bench('report', run_dir)
+    # A demonstration site (a copy of `local`): the verdict stays DEMONSTRATION, says that a
+    # check failed its references, and exits 1.
     assert rep.returncode == 1
-    assert 'NOT COMPLIANT' in rep.stdout
+    assert 'checks that ran failed their references' in rep.stdout
     md = (run_dir / 'report' / 'report.md').read_text()
-    assert '**Verdict: NOT COMPLIANT**' in md
-    row = [r for r in md_rows(md, 'MemTest') if len(r) == 9 and r[3] == 'measured_speed'][0]
-    assert row[5:] == ['1000', '>= 950', 'Gbit/s', 'FAIL']
-    assert [r for r in md_rows(md, 'MemTest') if len(r) == 5][0][3] == 'FAIL'
+    assert '**Verdict: DEMONSTRATION**' in md
+    assert re.search(r'^1\. FAILED: MemTest on local:default .*measured_speed = .* required '
+                     r'>= 950', md, re.M)
+    row = [r for r in md_rows(md, 'MemTest') if len(r) == 10 and r[3] == 'measured_speed'][0]
+    assert row[5:9] == ['1000', '>= 950', 'Gbit/s', 'FAIL']
+    # The copy's file is named: the reference the run was judged by.
+    assert row[9] == "local/references.yaml: MemTest / 'local:default' / measured_speed"
+    assert str(sites / 'local' / 'references.yaml') in md
+    assert md_rows(md, 'MemTest', 'Checks')[0][3] == 'FAIL'
     # The failure with its bounds, and the preflight findings that may explain it (this
     # VM's: no cpufreq, so the governor is unknown) beside it.
     failures = md.split('## Failures and likely causes')[1].split('\n## ')[0]
@@ -165,7 +190,7 @@ def test_failing_reference_shows_fail_with_bounds(repo_root, tmp_path):
     assert '| cpu.governor |' in failures or '| cpu.turbo |' in failures
     assert '| net.core.rmem_max |' not in failures     # a network setting: not mem-test's
     html = (run_dir / 'report' / 'report.html').read_text()
-    assert 'v-NOT-COMPLIANT' in html and '&gt;= 950' in html
+    assert 'v-DEMONSTRATION' in html and '&gt;= 950' in html
 
 
 def inject(run_dir, dest, change):
@@ -261,7 +286,15 @@ def test_html_renders_in_headless_chromium(local_run, tmp_path):
     assert run.returncode == 0 and shot.exists(), run.stderr
     dom = subprocess.run([chromium, *flags, '--dump-dom', page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
-    assert 'cobalt-bench compliance report' in dom and '>COMPLIANT<' in dom
+    assert 'cobalt-bench compliance report' in dom
+    # The headline, as the browser has it: the first thing after the title is the verdict
+    # and its reasons, and it is not COMPLIANT.
+    body = re.sub(r'<[^>]+>', ' ', dom.split('<h1>', 1)[1])
+    words = ' '.join(body.split())
+    assert re.match(r'cobalt-bench compliance report: \S+ DEMONSTRATION DEMONSTRATION \(not a '
+                    r'compliance verdict; .*\) Why: site \'local\' is a demonstration', words), \
+        words[:400]
+    assert '>COMPLIANT<' not in dom
 
     # The screenshot shows the page: the verdict's green, and the plot's bars (the mem-test
     # plot draws measured speed in #1f77b4), which only an image that loaded can show.
@@ -271,7 +304,8 @@ def test_html_renders_in_headless_chromium(local_run, tmp_path):
 
     def count(rgb, tol=8):
         return int((abs(pixels - rgb).max(axis=2) <= tol).sum())
-    assert count((0x2e, 0x7d, 0x32)) > 500         # verdict badge
+    assert count((0x15, 0x65, 0xc0)) > 500         # verdict badge (DEMONSTRATION, blue)
+    assert count((0x2e, 0x7d, 0x32)) < 50          # no green COMPLIANT badge
     assert count((0x1f, 0x77, 0xb4)) > 2000        # measured bars of the plot
     assert count((255, 255, 255)) < pixels.shape[0] * pixels.shape[1]
 
@@ -378,7 +412,12 @@ def test_gpu_copy_per_gpu(tmp_path):
     run = cb_results.load_run(str(jobs))
     (plot,) = cb_plots.gpu_copy_per_gpu(run)
     assert plot.png[:4] == b'\x89PNG' and 'sum over GPUs >= 180' in plot.caption
-    assert cb_report.build(run).verdict == cb_report.COMPLIANT
+    # Judged by cobalt2's references: the gpu-copy result passes them, and the other
+    # required checks are missing, so the verdict is INCOMPLETE.
+    model = cb_report.build(run, site='cobalt2')
+    assert model.verdict == cb_report.INCOMPLETE
+    assert run.cases[0].result == 'pass'
+    assert any(r.startswith('MISSING: MemTest: not run') for r in model.judgement.reasons)
 
 
 # ---- results the report reads, beyond a finished ReFrame run -------------------------------
@@ -392,13 +431,26 @@ def test_report_of_job_documents(local_run, tmp_path):
     bad['compliance']['passed'] = False
     bad['host'] = 'n2'
     (jobs / 'mem-test-42.json').write_text(json.dumps(bad))
+    # Without a site nothing judges them: the kernels' own verdicts are shown, labelled,
+    # and no case passes.
     proc = cobalt_bench('report', jobs)
     assert proc.returncode == 1
     md = (jobs / 'report' / 'report.md').read_text()
-    checks = [r for r in md_rows(md, 'mem-test') if len(r) == 5]
-    assert [r[1:4] for r in checks] == [['job 41', doc['host'], 'PASS'],
-                                        ['job 42', 'n2', 'FAIL']]
+    assert '**Verdict: INCOMPLETE**' in md and 'no site to judge' in md
+    checks = md_rows(md, 'mem-test', 'Checks')
+    assert [r[1:4] + r[5:] for r in checks] == [
+        ['job 41', doc['host'], 'UNJUDGED', 'mem-test: passed (its threshold 99.75)'],
+        ['job 42', 'n2', 'UNJUDGED', 'mem-test: failed (its threshold 99.75)']]
     assert 'mem-test per NUMA domain' in md
+    # Judged by the site: both documents' numbers meet its references, whatever the
+    # kernel said of itself (job 42's own verdict was edited to "failed").
+    proc = cobalt_bench('report', jobs, '--site', 'local', '-o', tmp_path / 'rep')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    md = (tmp_path / 'rep' / 'report.md').read_text()
+    checks = md_rows(md, 'mem-test', 'Checks')
+    assert [r[1:4] + r[5:] for r in checks] == [
+        ['job 41', doc['host'], 'PASS', 'mem-test: passed (its threshold 99.75)'],
+        ['job 42', 'n2', 'PASS', 'mem-test: failed (its threshold 99.75)']]
 
 
 def test_partial_run_from_perflogs(local_run, tmp_path):
@@ -409,9 +461,10 @@ def test_partial_run_from_perflogs(local_run, tmp_path):
     proc = cobalt_bench('report', run)
     assert proc.returncode == 1
     md = (run / 'report' / 'report.md').read_text()
-    assert '**Verdict: INCOMPLETE**' in md and 'state: **partial**' in md
-    row = [r for r in md_rows(md, 'MemTest') if len(r) == 9 and r[3] == 'percent_of_desired']
-    assert row and row[0][5:] == ['100', '>= 99.75', '%', 'PASS']
+    assert '**Verdict: DEMONSTRATION**' in md and 'state: **partial**' in md
+    assert re.search(r'^1\. MISSING: run: the run is partial', md, re.M)
+    row = [r for r in md_rows(md, 'MemTest') if len(r) == 10 and r[3] == 'percent_of_desired']
+    assert row and row[0][5:9] == ['100', '>= 99.75', '%', 'PASS']
     assert 'mem-test per NUMA domain' in md
 
 
@@ -438,7 +491,11 @@ def test_skip_reason_from_reframes_log(local_run, tmp_path):
     loaded = cb_results.load_run(str(run))
     (skip,) = [c for c in loaded.cases if c.result == 'skip']
     assert skip.fail_reason == 'no InfiniBand devices in /sys/class/infiniband'
-    assert cb_report.build(loaded, with_plots=False).verdict == cb_report.COMPLIANT
+    model = cb_report.build(loaded, with_plots=False)
+    assert model.verdict == cb_report.DEMONSTRATION
+    assert any(re.fullmatch(r'MISSING \(not required\): IbWriteBw on local:default( \(.*\))?: '
+                            r'skipped: no InfiniBand devices in /sys/class/infiniband', r)
+               for r in model.judgement.reasons), model.judgement.reasons
 
 
 # ---- the command line ------------------------------------------------------------------

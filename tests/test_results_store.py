@@ -134,7 +134,7 @@ def test_interrupted_run_is_partial_and_earlier_runs_intact(store):
     rep = subprocess.run([COBALT_BENCH, 'report', run, '--format', 'md'], text=True,
                          capture_output=True, timeout=120)
     assert rep.returncode == 1
-    assert 'INCOMPLETE' in rep.stdout
+    assert 'INCOMPLETE' in rep.stdout and 'MISSING: run: the run is partial' in rep.stdout
     with open(os.path.join(run, 'report', 'report.md')) as fp:
         md = fp.read()
     assert 'state: **partial**' in md and 'SIGINT' in md
@@ -143,6 +143,77 @@ def test_interrupted_run_is_partial_and_earlier_runs_intact(store):
                              '-o', os.path.join(str(results), 'latest-report')],
                             text=True, capture_output=True, timeout=120)
     assert os.path.basename(run) not in latest.stdout
+
+
+def processes_under(path):
+    '''pids of the processes whose working directory is under `path`.'''
+    pids = []
+    for pid in os.listdir('/proc'):
+        if pid.isdigit():
+            try:
+                cwd = os.readlink(f'/proc/{pid}/cwd')
+            except OSError:
+                continue
+            if cwd == path or cwd.startswith(path + '/'):
+                pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_run_suite_stops_reframe_within_seconds(sig, tmp_path):
+    '''kill -TERM (or -HUP) to run-suite alone (not its process group, as a batch
+    system or a supervisor sends it): ReFrame gets it, stops its test and mem-test, and
+    the run is marked interrupted by that signal.'''
+    results = tmp_path / 'results'
+    proc = subprocess.Popen([RUN_SUITE, 'local', '-n', 'MemTest', '--nocolor', '-S',
+                             'kernel_opts=--stations 1 --desired-rate 8 --duration 120'],
+                            env=env_for(results), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            outs = list(results.glob('local/*/stage/local/default/builtin/MemTest/rfm_job.out'))
+            if outs and '----- ' in outs[0].read_text() or outs and \
+                    'Running paced' in outs[0].read_text():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail('the run did not start mem-test in time')
+        stage = str(outs[0].parent)
+        assert processes_under(stage), 'mem-test is not running'
+        started = time.monotonic()
+        os.kill(proc.pid, sig)
+        out, _ = proc.communicate(timeout=60)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    # Stopped within seconds, not after mem-test's 120 s.
+    assert took < 20, (took, out)
+    assert proc.returncode != 0
+    assert 'force exit error: received signal' in out, out
+    run = outs[0].parents[5]
+    marker = (run / 'INCOMPLETE').read_text()
+    assert f'interrupted: SIG{sig.name[3:]}' in marker, marker
+    assert re.search(rf'{run.name}\s+partial', runs_listing(results))
+    time.sleep(1)
+    assert not processes_under(stage), 'mem-test outlived the run'
+
+
+def test_a_run_of_no_check_is_not_called_interrupted(tmp_path):
+    # ReFrame exits 0 having run nothing ("Ran 0/0"): say that, and judge nothing.
+    proc = subprocess.run([RUN_SUITE, 'local', '-n', 'NoSuchCheck', '--nocolor'],
+                          env=env_for(tmp_path), text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=300)
+    run = re.search(r'^results: (.+)$', proc.stdout, re.M).group(1)
+    assert proc.returncode == 1, proc.stdout
+    assert 'ReFrame ran no test case (Ran 0/0' in proc.stdout
+    assert 'interrupted' not in proc.stdout
+    with open(os.path.join(run, 'INCOMPLETE')) as fp:
+        marker = fp.read()
+    assert 'empty: ReFrame ran 0/0 test cases' in marker and 'interrupted' not in marker
+    assert re.search(r'partial\s+-\s+\(INCOMPLETE marker present: empty: ReFrame ran 0/0',
+                     runs_listing(tmp_path))
 
 
 def test_reframe_results_database(store):

@@ -49,8 +49,8 @@ def load(path):
     with open(path) as fp:
         doc = json.load(fp)
     assert doc['test'] in ('smp-mad-stress', 'smp-mad-stress-mpi')
-    for key in ('version', 'test_version', 'host', 'started', 'duration_s', 'config',
-                'metrics', 'compliance'):
+    for key in ('version', 'test_version', 'host', 'started', 'duration_s', 'interrupted',
+                'config', 'metrics', 'compliance'):
         assert key in doc, key
     return doc
 

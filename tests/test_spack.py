@@ -1,183 +1,227 @@
-"""Spack deployment (spack-repo/, site-configs/local/spack.yaml): Spack builds cobalt-bench
-against Debian's libraries and MPI, and `module load cobalt-bench` from the Lmod tree Spack
-generates gives the same kernels and variables as the checkout's module.
+"""Spack deployment (spack-repo/, site-configs/local/spack.yaml, scripts/spack-offline): a
+real Spack 1.x, offline, installs the `local` site's environment -- cobalt-bench from this
+checkout, perftest and every OSU release the site lists -- from a source mirror, against
+Debian's compiler, MPI, libraries and Python, and generates the Lmod modules a site loads.
 
-Needs a Spack v1 installation: SPACK_ROOT=/path/to/spack (and SPACK_PYTHON, a Python that
-has clingo, where Spack cannot bootstrap it, e.g. offline), and Lmod. Without them every
-test here skips, saying which is missing.
-
-One install for the whole file, in a temporary environment made from the `local` site's
-spack.yaml (its externals and module settings) with a temporary install tree and module
-root, and cobalt-bench built with `spack develop` from a copy of this checkout: neither
-the checkout nor the Spack installation's own store is touched. Concretizing takes
-30-50 s here, the install about as long.
+The Spack and the install are the session's `spack_site` fixture (tests/conftest.py): it
+uses $SPACK_ROOT, or unpacks ../shared/third-party's Spack into a cache outside the
+checkout. Without either, every test here skips, saying which is missing.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
-SPACK_ROOT = os.environ.get("SPACK_ROOT", "")
-SPACK = Path(SPACK_ROOT, "bin", "spack") if SPACK_ROOT else None
-LMOD_INIT = Path("/usr/share/lmod/lmod/init/bash")
-REPO_PACKAGES = Path("spack-repo", "spack_repo", "cobalt")
+from conftest import REPO_ROOT, clean_env, osu_releases, spack_skip_reason
 
-# Externals the `local` site must take from Debian rather than build.
-DEBIAN_EXTERNALS = ("gcc", "gmake", "hwloc", "numactl", "openmpi")
+needs_spack = pytest.mark.skipif(spack_skip_reason() is not None,
+                                 reason=spack_skip_reason() or "")
 
 
-def _skip_reason() -> str | None:
-    if not SPACK_ROOT:
-        return "Spack not available: SPACK_ROOT is not set (point it at a Spack v1 installation)"
-    if not os.access(SPACK, os.X_OK):
-        return f"Spack not available: {SPACK} is missing or not executable"
-    if not LMOD_INIT.is_file():
-        return f"Lmod not installed ({LMOD_INIT} missing; Debian: lmod)"
-    return None
+def test_spack_offline_without_spack_says_what_is_missing(tmp_path):
+    env = {k: v for k, v in clean_env().items() if k != "SPACK_ROOT"}
+    proc = subprocess.run([str(REPO_ROOT / "scripts" / "spack-offline"), "--third-party",
+                           str(tmp_path / "none"), "--cache", str(tmp_path / "cache"), "env"],
+                          text=True, capture_output=True, timeout=60, env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert "SPACK_ROOT is not set" in proc.stderr and str(tmp_path / "none") in proc.stderr
+    assert not (tmp_path / "cache").exists()
+
+# What the `local` site takes from Debian rather than build.
+DEBIAN_EXTERNALS = ("gcc", "gmake", "hwloc", "openmpi", "rdma-core", "python", "py-pip",
+                    "py-setuptools", "py-pyyaml")
+# What Spack builds: the three packages, and Spack's own compiler wrapper and runtime.
+BUILT = {"cobalt-bench", "perftest", "osu-micro-benchmarks", "compiler-wrapper",
+         "gcc-runtime"}
 
 
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=_skip_reason() or "")
-
-
-def _spack(env_dir: Path, *args: str, timeout: float = 600, stdout_only=False) -> str:
-    """Run `spack -e ENV ARGS`; its output, or the test fails with the output's end."""
-    cmd = [str(SPACK), "-e", str(env_dir), *args]
-    proc = subprocess.run(cmd, text=True, capture_output=True, timeout=timeout)
-    out = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        pytest.fail(f"`spack {' '.join(args)}` failed (exit {proc.returncode}):\n{out[-4000:]}",
-                    pytrace=False)
-    return proc.stdout if stdout_only else out
-
-
-def _copy_checkout(repo_root: Path, dest: Path) -> None:
-    """The checkout's sources as they are now (tracked and untracked files, not ignored
-    ones: no .venv, build/ or bin/), for a `spack develop` build that leaves it alone."""
-    files = None
-    if (repo_root / ".git").exists() and shutil.which("git"):
-        listing = subprocess.run(
-            ["git", "-C", str(repo_root), "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard"], capture_output=True, check=True)
-        files = [f for f in listing.stdout.decode().split("\0") if f]
-    if files is None:
-        shutil.copytree(repo_root, dest, symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".git", ".venv", "build", "bin", "results",
-                                                      "__pycache__", ".spack-env", "spack.lock"))
-        return
-    for name in files:
-        src = repo_root / name
-        if not src.exists() and not src.is_symlink():
-            continue  # deleted in the working tree
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest / name, follow_symlinks=False)
-
-
-def _clean_shell_env() -> dict:
-    """The environment without any module state or cobalt-bench variables of the caller."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("COBALT_BENCH_", "LMOD", "__LMOD", "_LMFILES_",
-                                "LOADEDMODULES", "MODULEPATH", "_ModuleTable"))}
-    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
-    return env
-
-
-@pytest.fixture(scope="module")
-def spack_install(repo_root, tmp_path_factory):
-    """Concretize and install cobalt-bench in a temporary `local`-site environment, refresh
-    its Lmod modules and load the module; hand out what each step said."""
-    version_out = subprocess.run([str(SPACK), "--version"], capture_output=True, text=True,
-                                 timeout=120)
-    major = re.match(r"(\d+)\.", version_out.stdout.strip())
-    if version_out.returncode != 0 or not major or int(major.group(1)) < 1:
-        pytest.skip(f"needs Spack v1 (package API v2): `spack --version` says "
-                    f"{(version_out.stdout + version_out.stderr).strip()!r}")
-
-    tmp = tmp_path_factory.mktemp("spack")
-    src, env_dir = tmp / "cobalt-bench", tmp / "env"
-    src.mkdir()
-    env_dir.mkdir()
-    _copy_checkout(repo_root, src)
-
-    site = yaml.safe_load((repo_root / "site-configs" / "local" / "spack.yaml").read_text())
-    env = copy.deepcopy(site["spack"])
-    env["specs"] = ["cobalt-bench"]
-    env.pop("repos", None)  # added below, as a site admin adds it
-    env["develop"] = {"cobalt-bench": {"spec": "cobalt-bench@develop", "path": str(src)}}
-    env["config"] = {"install_tree": {"root": str(tmp / "opt")}}
-    env["modules"]["default"]["roots"] = {"lmod": str(tmp / "lmod")}
-    (env_dir / "spack.yaml").write_text(yaml.safe_dump({"spack": env}, sort_keys=False))
-
-    _spack(env_dir, "repo", "add", str(repo_root / REPO_PACKAGES), timeout=120)
-    concretized = _spack(env_dir, "concretize")
-    installed = _spack(env_dir, "install", timeout=900)
-    prefix = Path(_spack(env_dir, "location", "-i", "cobalt-bench", timeout=120,
-                         stdout_only=True).strip())
-    _spack(env_dir, "module", "lmod", "refresh", "-y", timeout=300)
-
-    lmod_core = tmp / "lmod" / "Core"
-    script = f"""
-        source {LMOD_INIT}
-        module use {lmod_core}
-        module load cobalt-bench || exit 90
-        echo "MEM_TEST_PATH=$(command -v mem-test)"
-        mem-test --version || exit 91
-        env | grep '^COBALT_BENCH_'
-    """
-    shell = subprocess.run(["bash", "-c", script], text=True, capture_output=True,
-                           env=_clean_shell_env(), timeout=120)
-    return {
-        "tmp": tmp, "prefix": prefix, "lmod_core": lmod_core,
-        "concretized": concretized, "installed": installed,
-        "shell": shell, "version": (repo_root / "VERSION").read_text().strip(),
-    }
-
-
-def test_concretizes_against_debian_externals(spack_install):
-    out = spack_install["concretized"]
+@needs_spack
+def test_concretizes_against_debian_externals(spack_site):
+    out = spack_site.specs
     for name in DEBIAN_EXTERNALS:
-        assert re.search(rf"^\[e\]\s+\w+\s+\^{name}@", out, re.M), \
+        assert re.search(rf"^\[e\]\s+(?:\w{{7}}\s+)?\^?{re.escape(name)}@", out, re.M), \
             f"{name} is not an external in:\n{out}"
+    # Everything else comes from Debian: Spack builds no library, tool or interpreter.
+    built = {m.group(1) for m in re.finditer(r"^\[[+-]\]\s+(?:\w{7}\s+)?\^?([\w-]+)@", out, re.M)}
+    assert built <= BUILT, f"Spack builds {sorted(built - BUILT)}:\n{out}"
     assert re.search(r"cobalt-bench@develop\S*.*dev_path=", out), out
 
 
-def test_install_is_a_make_install_tree(spack_install):
-    prefix = spack_install["prefix"]
+@needs_spack
+def test_install_is_a_make_install_tree(spack_site, repo_root):
+    prefix = Path(spack_site.spack("location", "-i", "cobalt-bench").stdout.strip())
+    version = (repo_root / "VERSION").read_text().strip()
     share = prefix / "share" / "cobalt-bench"
     assert (prefix / "bin" / "mem-test").is_file()
-    assert (prefix / "modulefiles" / "cobalt-bench" / f"{spack_install['version']}.lua").is_file()
+    assert (prefix / "modulefiles" / "cobalt-bench" / f"{version}.lua").is_file()
     assert (share / "jobs" / "mem-test.slurm").is_file()
     assert (share / "reframe_checks" / "memory.py").is_file()
     assert (share / "site-configs" / "local" / "config.py").is_file()
-    assert (share / "VERSION").read_text().strip() == spack_install["version"]
+    assert (share / "VERSION").read_text().strip() == version
+    # The Python package, installed by `make install` with Debian's python3 and pip.
+    assert (prefix / "lib" / "cobalt-bench" / "python" / "cobalt_bench" / "cli.py").is_file()
 
 
-def test_module_load_puts_mem_test_on_path(spack_install):
-    shell = spack_install["shell"]
+@needs_spack
+def test_module_load_cobalt_bench(spack_site, repo_root):
+    version = (repo_root / "VERSION").read_text().strip()
+    prefix = Path(spack_site.spack("location", "-i", "cobalt-bench").stdout.strip())
+    shell = spack_site.module_shell("""
+        module load cobalt-bench || exit 90
+        echo "MEM_TEST_PATH=$(command -v mem-test)"
+        mem-test --version || exit 91
+        cobalt-bench --version || exit 92
+        env | grep '^COBALT_BENCH_'
+    """)
     out = shell.stdout + shell.stderr
-    assert shell.returncode == 0, f"module load cobalt-bench; mem-test --version:\n{out}"
+    assert shell.returncode == 0, out
     # Named cobalt-bench, in Core although +mpi: it loads without an MPI module first.
-    assert (spack_install["lmod_core"] / "cobalt-bench" / "develop.lua").is_file()
+    assert (spack_site.lmod_core / "cobalt-bench" / "develop.lua").is_file()
     path = re.search(r"^MEM_TEST_PATH=(.*)$", shell.stdout, re.M).group(1)
-    assert Path(path) == spack_install["prefix"] / "bin" / "mem-test", out
-    assert re.search(rf"^mem-test .*{re.escape(spack_install['version'])}", shell.stdout,
-                     re.M), out
-
-
-def test_module_sets_the_checkout_modules_variables(spack_install):
-    shell = spack_install["shell"]
+    assert Path(path) == prefix / "bin" / "mem-test", out
+    assert re.search(rf"^mem-test .*{re.escape(version)}", shell.stdout, re.M), out
+    # The console script runs the installed package with Debian's python3.
+    assert f"cobalt-bench {version}" in shell.stdout, out
     env = dict(re.findall(r"^(COBALT_BENCH_\w+)=(.*)$", shell.stdout, re.M))
-    prefix = spack_install["prefix"]
     share = prefix / "share" / "cobalt-bench"
     assert env.get("COBALT_BENCH_ROOT") == str(prefix), shell.stdout
-    assert env.get("COBALT_BENCH_VERSION") == spack_install["version"]
+    assert env.get("COBALT_BENCH_VERSION") == version
     assert env.get("COBALT_BENCH_JOBS") == str(share / "jobs")
     assert env.get("COBALT_BENCH_CHECKS") == str(share / "reframe_checks")
     assert env.get("COBALT_BENCH_SITE_CONFIGS") == str(share / "site-configs")
+
+
+@needs_spack
+def test_perftest_module_gives_ib_write_bw(spack_site):
+    shell = spack_site.module_shell("""
+        module load perftest || exit 90
+        command -v ib_write_bw
+        ib_write_bw --version
+        true
+    """)
+    out = shell.stdout + shell.stderr
+    assert shell.returncode == 0, out
+    prefix = spack_site.spack("location", "-i", "perftest").stdout.strip()
+    assert f"{prefix}/bin/ib_write_bw" in shell.stdout, out
+    assert re.search(r"^Version: 6\.27$", out, re.M), out
+
+
+@needs_spack
+@pytest.mark.parametrize("release", osu_releases())
+def test_each_osu_release_is_a_module_under_openmpi(spack_site, release):
+    paths = spack_site.osu_binaries(release)
+    prefix = spack_site.spack("location", "-i", f"osu-micro-benchmarks@={release}").stdout.strip()
+    assert all(p.startswith(prefix + "/") for p in paths.values()), paths
+    assert release in prefix, prefix
+
+
+@needs_spack
+def test_one_openmpi_module_although_the_site_found_one_too(spack_site):
+    # scripts/spack-offline declares Debian's Open MPI in the site scope (as
+    # `spack external find openmpi` would); the environment's `openmpi::` keeps it from
+    # becoming a second /usr spec with the same module name.
+    site = spack_site.spack("config", "--scope", "site", "get", "packages").stdout
+    assert "openmpi" in site, site
+    assert "Name clashes" not in spack_site.log, spack_site.log
+    shell = spack_site.module_shell("module -t avail openmpi 2>&1")
+    assert re.findall(r"^openmpi/\S+$", shell.stdout, re.M) == ["openmpi/4.1.4"], shell.stdout
+
+
+@needs_spack
+def test_make_dist_release_installs_outside_an_environment(spack_site, tmp_path):
+    # What an offline site does with a release: `make dist`, the tarball into its mirror,
+    # `spack install cobalt-bench@<version>` without any environment.
+    version = (REPO_ROOT / "VERSION").read_text().strip()
+    mirror = tmp_path / "mirror"
+    dist = subprocess.run(["make", "-s", "dist", f"DIST={mirror / 'cobalt-bench'}"],
+                          cwd=REPO_ROOT, text=True, capture_output=True, timeout=120)
+    assert dist.returncode == 0, dist.stdout + dist.stderr
+    tarball = mirror / "cobalt-bench" / f"cobalt-bench-{version}.tar.gz"
+    assert tarball.is_file(), dist.stdout
+    spack = [str(Path(spack_site.env["SPACK_ROOT"], "bin", "spack"))]
+    env = dict(spack_site.env)
+
+    def run(*args, timeout=1800):
+        proc = subprocess.run(spack + list(args), env=env, text=True, capture_output=True,
+                              timeout=timeout)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        return proc.stdout
+
+    # A scope of this test's own: the mirror, the repo, an install tree, the externals of
+    # the site scope as they are.
+    scope = tmp_path / "scope"
+    scope.mkdir()
+    (scope / "mirrors.yaml").write_text(yaml.safe_dump({"mirrors": {"dist": f"file://{mirror}"}}))
+    (scope / "repos.yaml").write_text(yaml.safe_dump(
+        {"repos": {"cobalt": str(REPO_ROOT / "spack-repo" / "spack_repo" / "cobalt")}}))
+    (scope / "config.yaml").write_text(yaml.safe_dump(
+        {"config": {"install_tree": {"root": str(tmp_path / "opt")}}}))
+    run("-C", str(scope), "install", "--no-checksum", f"cobalt-bench@={version}~plots")
+    prefix = Path(run("-C", str(scope), "location", "-i", "cobalt-bench").strip())
+    out = subprocess.run([str(prefix / "bin" / "mem-test"), "--version"], text=True,
+                         capture_output=True, timeout=60)
+    assert version in out.stdout + out.stderr
+
+
+@needs_spack
+def test_ib_write_bw_job_runs_spacks_perftest(spack_site, slurm_cluster, tmp_path):
+    # One port pair per job, ib_write_bw from the perftest module. This machine has no
+    # InfiniBand device: the pair runs and ib_write_bw fails, saying so (exit code 1).
+    env = dict(slurm_cluster.env, MODULEPATH=str(spack_site.lmod_core),
+               PERFTEST_MODULE="perftest", IB_PAIR="mlx5_0:1=mlx5_1:1",
+               COBALT_BENCH_RESULTS=str(tmp_path / "results"), PATH=clean_env()["PATH"])
+    env = {k: v for k, v in env.items() if not k.startswith(("COBALT_BENCH_ROOT", "SLURM_JOB"))}
+    jobid = _sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
+    state = _wait(jobid, env)
+    text = (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
+    assert state == ("FAILED", "1:0"), text
+    assert "Version: 6.27, pair mlx5_0:1=mlx5_1:1" in text, text
+    assert "# ib_write_bw sender mlx5_0:1 receiver mlx5_1:1" in text, text
+    assert (tmp_path / "results" / "slurm" / f"ib_write_bw-{jobid}.txt").is_file()
+
+    env["IB_PAIR"] = "mlx5_0=mlx5_1"
+    jobid = _sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
+    assert _wait(jobid, env) == ("FAILED", "2:0")
+    assert "IB_PAIR must be SEND_DEV:PORT=RECV_DEV:PORT" in \
+        (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
+
+
+def _sbatch(script, cwd, env):
+    proc = subprocess.run(["sbatch", "--parsable", str(script)], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(";")[0]
+
+
+def _wait(jobid, env, timeout=180):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", jobid, "-o",
+                              "JobID,State,ExitCode"], env=env, text=True,
+                             capture_output=True, timeout=30).stdout
+        for line in out.splitlines():
+            f = line.split("|")
+            if f[0] == jobid and f[1] not in ("PENDING", "RUNNING", "COMPLETING",
+                                              "CONFIGURING", "REQUEUED"):
+                return f[1], f[2]
+        time.sleep(0.5)
+    pytest.fail(f"job {jobid} did not finish in {timeout} s")
+
+
+@needs_spack
+def test_spack_offline_reuses_its_cache(spack_site):
+    # The fixture prepared the cache; asking again finds it intact and prepares nothing.
+    proc = subprocess.run([str(REPO_ROOT / "scripts" / "spack-offline"), "--cache",
+                           spack_site.env["CB_SPACK_CACHE"], "env"], text=True,
+                          capture_output=True, timeout=120, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "preparing" not in proc.stderr, proc.stderr
+    assert f"export SPACK_ROOT={spack_site.env['SPACK_ROOT']}" in proc.stdout

@@ -30,6 +30,18 @@
 
 CB_JOBS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
+# The ARM partition's limits, as the OSU document's ARM cluster and the site configs' arm
+# partitions (ReFrame prepare_cmds) set them: locked memory and stack unlimited. Applied on
+# aarch64 nodes when this file is sourced, so every job (the OSU jobs too) carries them;
+# a limit the node's hard limit does not allow is said on stderr, not fatal.
+cb_arm_limits() {
+    ulimit -l unlimited 2>/dev/null ||
+        echo "cobalt-job: cannot raise ulimit -l (hard limit $(ulimit -H -l))" >&2
+    ulimit -s unlimited 2>/dev/null ||
+        echo "cobalt-job: cannot raise ulimit -s (hard limit $(ulimit -H -s))" >&2
+}
+[ "$(uname -m)" != aarch64 ] || cb_arm_limits
+
 # Lmod: a login shell (#!/bin/bash -l) normally has it; try the usual places otherwise.
 # Status 1: no module command.
 cb_init_modules() {
@@ -104,6 +116,34 @@ cb_results_dir() {
     local dir="${COBALT_BENCH_RESULTS:-${SLURM_SUBMIT_DIR:-$PWD}/results}/slurm${1:+/$1}"
     mkdir -p "$dir" || return 3
     echo "$dir"
+}
+
+# The site's verdict of a kernel's JSON document, when the submitting shell names a site
+# (COBALT_BENCH_SITE: a name under site-configs/, or a site directory; sbatch hands it to
+# the job): `cobalt-bench judge` judges it by that site's references.yaml, the same file
+# and rule a ReFrame run of the site is judged by, and records the judgement beside it
+# (<name>.judged.json, which `cobalt-bench report` reads). The kernel's exit code is its
+# own verdict by its built-in threshold (for standalone use); with a site named, the job's
+# exit code is the site's. Partition: $COBALT_BENCH_PARTITION, else the Slurm partition
+# where the site has one of that name, else the site's only one.
+#   cb_judge JSON KERNEL_EXIT_CODE COMMAND_LINE; rc=$?
+cb_judge() {
+    local json=$1 rc=$2 command=$3 judged
+    [ -n "${COBALT_BENCH_SITE:-}" ] || return "$rc"
+    # 2 (usage) and 3 (cannot run): nothing was measured, nothing to judge.
+    case $rc in 0|1) ;; *) return "$rc" ;; esac
+    if ! command -v cobalt-bench >/dev/null; then
+        say "cobalt-bench not found: cannot judge $json by site $COBALT_BENCH_SITE"
+        return 3
+    fi
+    say "judging $json by site $COBALT_BENCH_SITE (cobalt-bench judge)"
+    cobalt-bench judge --site "$COBALT_BENCH_SITE" \
+        ${COBALT_BENCH_PARTITION:+--partition "$COBALT_BENCH_PARTITION"} \
+        --command "$command" --json "${json%.json}.judged.json" "$json"
+    judged=$?
+    say "site verdict: exit code $judged (0 met the site's references, 1 did not, 3 cannot" \
+        "judge); the kernel's own (built-in threshold): exit code $rc"
+    return "$judged"
 }
 
 # Makes `python3 -m MODULE` work for MODULE of this tree's Python package cobalt_bench

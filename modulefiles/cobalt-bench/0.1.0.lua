@@ -62,6 +62,15 @@ setenv("COBALT_BENCH_JOBS", pathJoin(data, "jobs"))
 setenv("COBALT_BENCH_CHECKS", pathJoin(data, "reframe_checks"))
 setenv("COBALT_BENCH_SITE_CONFIGS", pathJoin(data, "site-configs"))
 prepend_path("PATH", pathJoin(root, "bin"))
+-- The node's architecture picks the build: Lmod evaluates this file on the node that loads
+-- it, and a build for another architecture is in bin/<arch> (a checkout's
+-- `make CC=aarch64-linux-gnu-gcc`, an install's `make install` of that build), put ahead of
+-- bin/ so that an aarch64 node runs aarch64 kernels. bin/ keeps the Python commands.
+local arch = (subprocess("uname -m 2>/dev/null") or ""):gsub("%s+$", "")
+if arch ~= "" and isDir(pathJoin(root, "bin", arch)) then
+    prepend_path("PATH", pathJoin(root, "bin", arch))
+end
+setenv("COBALT_BENCH_ARCH", arch)
 -- The site configurations and checks import cobalt_bench: any ReFrame (and python3 -m
 -- cobalt_bench...) finds the package of this tree.
 prepend_path("PYTHONPATH", pylib)

@@ -1,4 +1,4 @@
-'''The `cobalt-bench` command line: report, preflight, runs, linktest-report (the console
+'''The `cobalt-bench` command line: report, judge, preflight, runs, linktest-report (the console
 script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
 
 Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
@@ -18,8 +18,25 @@ or latest (the newest complete run; the default). A directory of kernel JSON doc
 without a ReFrame report (results/slurm, from the jobs/ scripts) or one such document is a
 run too. The report goes to RUN/report/ (report.md, report.html, plots/*.png) unless -o.
 
-exit status: 0 every check passed, 1 a check failed or the run is incomplete, 2 usage
-error, 3 the run cannot be read. With --compare: 0 no regression, 1 regressions.'''
+The verdict comes first: COMPLIANT, NOT COMPLIANT, INCOMPLETE or DEMONSTRATION, with its
+reasons, from the site's compliance.yaml and references.yaml (never a kernel's own
+threshold); also in REPORT_DIR/verdict.json.
+
+exit status: 0 COMPLIANT, or DEMONSTRATION with every check that ran passed; 1 NOT
+COMPLIANT, INCOMPLETE, or DEMONSTRATION with a failed check or a partial run; 2 usage
+error; 3 the run cannot be read, or the site's files judge nothing. With --compare: 0 no
+regression, 1 regressions or damaged results (named), 3 a run cannot be read (a damaged
+report.json) or the two runs share no check.'''
+
+EPILOG_JUDGE = '''\
+A reference metric that the result does not have, or a result whose check has no
+reference on the partition, judges nothing: that is an error (exit 1, named), never a
+pass. The kernel's own verdict (its built-in threshold, its exit code) is shown beside,
+labelled as such.
+
+exit status: 0 every result met its references, 1 one did not or could not be judged,
+2 usage error, 3 cannot run (no such site or result; references.yaml or compliance.yaml
+that judge nothing, with the file, check, partition and metric named).'''
 
 EPILOG_PREFLIGHT = '''\
 Each setting is printed with its value, what is expected and the command that fixes it.
@@ -46,6 +63,26 @@ def _percent(text):
     return value
 
 
+def _path(text):
+    # An empty path would silently mean "here" (or the default): say so instead.
+    if not text.strip():
+        raise argparse.ArgumentTypeError('empty path')
+    return text
+
+
+def _formats(text):
+    items = [f.strip() for f in text.split(',')]
+    if '' in items or any(f not in ('md', 'html') for f in items):
+        raise argparse.ArgumentTypeError(f'expected md, html or md,html, not {text!r}')
+    return list(dict.fromkeys(items))
+
+
+def _run_spec(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError('empty name')
+    return text
+
+
 def build_parser():
     parser = _Parser(prog='cobalt-bench',
                      description='cobalt-bench: compliance report, preflight settings check, '
@@ -62,24 +99,51 @@ def build_parser():
                                      'findings next to the failures they may explain.',
                          epilog=EPILOG_REPORT,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    rep.add_argument('run', nargs='?', default='latest', metavar='RUN')
-    rep.add_argument('--compare', nargs=2, metavar=('RUN_A', 'RUN_B'),
+    rep.add_argument('run', nargs='?', default='latest', metavar='RUN', type=_run_spec)
+    rep.add_argument('--compare', nargs=2, metavar=('RUN_A', 'RUN_B'), type=_run_spec,
                      help='list the regressions and improvements of RUN_B against RUN_A '
                           '(no report is written)')
     rep.add_argument('--tolerance', type=_percent, default=5.0, metavar='PCT',
                      help='with --compare: changes within PCT percent are noise '
                           '(default: 5)')
-    rep.add_argument('-o', '--output', metavar='DIR',
+    rep.add_argument('-o', '--output', metavar='DIR', type=_path,
                      help='where to write the report (default: RUN/report); with '
                           '--compare: a Markdown file for the comparison')
-    rep.add_argument('--format', default='md,html', metavar='LIST',
+    rep.add_argument('--format', default='md,html', metavar='LIST', type=_formats,
                      help='md, html or both (default: md,html)')
-    rep.add_argument('--preflight', metavar='FILE',
+    rep.add_argument('--preflight', metavar='FILE', type=_path,
                      help='a preflight JSON document (cobalt-bench preflight --json) to use '
                           'besides those of the run\'s Preflight checks')
-    rep.add_argument('--results', metavar='DIR',
+    rep.add_argument('--results', metavar='DIR', type=_path,
                      help='the results store (default: $COBALT_BENCH_RESULTS, else the '
                           'checkout\'s results/, else ./results)')
+    rep.add_argument('--site', metavar='SITE', type=_path,
+                     help='judge by this site (a name under site-configs/, or a site '
+                          'directory); default: the run\'s own site, for job documents '
+                          'the site their job judged them by, else $COBALT_BENCH_SITE')
+
+    jdg = sub.add_parser('judge', help='judge kernel JSON documents by a site\'s references',
+                         description='Judge kernel JSON documents (a Slurm job\'s result, '
+                                     'results/slurm/) by a site\'s references.yaml, with '
+                                     'ReFrame\'s own rule, as a ReFrame run of the site '
+                                     'would: each result\'s verdict, the reference entry of '
+                                     'every judged number, and the site\'s state of what was '
+                                     'given (COMPLIANT, NOT COMPLIANT, INCOMPLETE, '
+                                     'DEMONSTRATION).',
+                         epilog=EPILOG_JUDGE,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    jdg.add_argument('results', nargs='+', metavar='RESULT', type=_path,
+                     help='a kernel JSON document, or a directory of them')
+    jdg.add_argument('--site', required=True, metavar='SITE', type=_path,
+                     help='a site name (site-configs/<SITE>) or a site directory')
+    jdg.add_argument('--partition', metavar='PARTITION', type=_path,
+                     help='the site partition that ran it (system:partition or partition; '
+                          'default: $SLURM_JOB_PARTITION, else the site\'s only one)')
+    jdg.add_argument('--json', metavar='FILE', type=_path,
+                     help='also write the judgement as JSON (- for stdout only)')
+    jdg.add_argument('--command', metavar='CMD', dest='command_line',
+                     help='the command line that produced the result (recorded with the '
+                          'judgement, shown by the report)')
 
     pre = sub.add_parser('preflight', help='check the system settings the compliance '
                                            'document requires and recommends',
@@ -105,10 +169,14 @@ def build_parser():
 
     runs = sub.add_parser('runs', help='list the runs in the results store and their state',
                           description='List the runs of the results store: site, run id, '
-                                      'state (complete, partial, running), checks passed/'
-                                      'failed.')
-    runs.add_argument('site', nargs='?', help='only this site')
-    runs.add_argument('--results', metavar='DIR', help='the results store')
+                                      'state (complete, partial, running, damaged), checks '
+                                      'passed/failed/damaged, and what could not be read.',
+                          epilog='exit status: 0 listed, 1 a run listed has damaged results '
+                                 '(named), 2 usage error, 3 the results store cannot be '
+                                 'read (a --results or $COBALT_BENCH_RESULTS that is not a '
+                                 'directory).')
+    runs.add_argument('site', nargs='?', type=_run_spec, help='only this site')
+    runs.add_argument('--results', metavar='DIR', type=_path, help='the results store')
 
     lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
                                                 'results file (text, heat map, histogram)',
@@ -134,20 +202,21 @@ def main(argv=None):
         if args.command == 'linktest-report':
             return linktest_report.run(args, reexec_module='cobalt_bench' if argv is None
                                        else None)
+        if args.command == 'judge':
+            from . import judge
+            return judge.judge_command(args.site, args.results, args.partition, args.json,
+                                       args.command_line, quiet=args.json == '-')
         if args.command == 'runs':
             from . import results
             return results.list_command(args.results, args.site)
         if args.command == 'report':
-            formats = [f.strip() for f in args.format.split(',') if f.strip()]
-            bad = [f for f in formats if f not in ('md', 'html')]
-            if bad or not formats:
-                raise UsageError(f'--format: expected md, html or md,html, not {args.format!r}')
+            formats = args.format
             from . import report
             if args.compare:
                 return report.compare_command(args.compare[0], args.compare[1],
                                               args.tolerance, args.output, args.results)
             return report.report_command(args.run, args.output, formats, args.preflight,
-                                         args.results)
+                                         args.results, args.site)
     except UsageError as err:
         print(f'cobalt-bench {args.command}: {err}', file=sys.stderr)
         return 2

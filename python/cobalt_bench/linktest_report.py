@@ -12,8 +12,11 @@ error, 3 cannot run (file unreadable, numpy or matplotlib missing).
 
 import argparse
 import json
+import math
 import os
 import sys
+import zipfile
+import zlib
 
 from . import CannotRun, UsageError, __version__, paths
 
@@ -28,14 +31,33 @@ EPILOG = ('Exit status: 0 no link flagged, 1 links flagged or payload errors, 2 
 REEXEC_VAR = 'CB_LINKTEST_REPORT_REEXEC'
 
 
+def _finite(text):
+    # float() takes 'nan' and 'inf': a threshold no link can cross (or every link does)
+    # would flag nothing and read as a clean network.
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number: {text!r}')
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f'not a finite number: {text!r}')
+    return value
+
+
+def _nonempty(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError('empty path')
+    return text
+
+
 def add_arguments(ap):
     '''The options, for `cb-linktest-report` and `cobalt-bench linktest-report` alike.'''
-    ap.add_argument('file', help='results file written by cb-linktest --output (.npz)')
-    ap.add_argument('--min-bandwidth', type=float, metavar='GBITS',
+    ap.add_argument('file', type=_nonempty,
+                    help='results file written by cb-linktest --output (.npz)')
+    ap.add_argument('--min-bandwidth', type=_finite, metavar='GBITS',
                     help='flag links below GBITS Gbit/s')
-    ap.add_argument('--factor', type=float, default=2.0, metavar='F',
+    ap.add_argument('--factor', type=_finite, default=2.0, metavar='F',
                     help='flag links slower than F times the median time (default 2; 0: off)')
-    ap.add_argument('--prefix', metavar='PATH',
+    ap.add_argument('--prefix', metavar='PATH', type=_nonempty,
                     help='PNG files PATH-heatmap.png and PATH-histogram.png '
                          '(default: the results file without .npz)')
     ap.add_argument('--no-png', action='store_true', help='text only')
@@ -63,21 +85,89 @@ def _numpy(reexec_module):
             'with that python.')
 
 
+# What reading a damaged .npz raises: the ZIP container (cut short, bad CRC, bad
+# compressed data) and the .npy members in it (bad header, short data, object arrays).
+_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError,
+                UnicodeDecodeError, NotImplementedError, RecursionError, MemoryError)
+
+
+def _pairs(np, data, key, n):
+    '''An optional k x 2 array of rank pairs, each rank < n; None if absent.'''
+    if key not in data:
+        return None
+    a = data[key]
+    if a.size == 0:
+        return np.zeros((0, 2), dtype=int)
+    if a.ndim != 2 or a.shape[1] != 2 or a.dtype.kind not in 'iu' or \
+            (a < 0).any() or (a >= n).any():
+        raise ValueError(f'"{key}" must be pairs of ranks 0..{n - 1}; it is {a.dtype} '
+                         f'{a.shape}')
+    return a
+
+
 def load(np, path):
-    '''The results file as a dict: time (N x N seconds, NaN: not tested), hosts, meta, ...'''
+    '''The results file as a dict: time (N x N seconds, NaN: not tested), hosts, meta, ...
+    CannotRun naming the file and what is wrong with it for anything else.'''
     try:
+        with open(path, 'rb') as fp:
+            head = fp.read(4)
+        if head != b'PK\x03\x04':
+            # numpy would take anything else for a pickle, and say so: misleading.
+            raise CannotRun(f'{path} is not a cb-linktest results file (.npz, a ZIP '
+                            'archive): ' + ('it is empty' if not head else
+                                            'it is cut short or something else'))
         with np.load(path, allow_pickle=False) as z:
             data = {name: z[name] for name in z.files}
-    except (OSError, ValueError, EOFError) as err:
-        raise CannotRun(f'cannot read {path}: {err}')
+    except zipfile.BadZipFile as err:
+        raise CannotRun(f'cannot read {path}: it is cut short or damaged '
+                        f'(BadZipFile: {err})')
+    except _READ_ERRORS as err:
+        raise CannotRun(f'cannot read {path}: {err.__class__.__name__}: {err}'
+                        if not isinstance(err, OSError) else f'cannot read {path}: {err}')
     for key in ('time', 'hosts', 'meta'):
         if key not in data:
             raise CannotRun(f'{path} is not a cb-linktest results file (no "{key}" array)')
-    data['meta'] = json.loads(str(data['meta'].item()))
-    t = data['time']
-    if t.ndim != 2 or t.shape[0] != t.shape[1] or len(data['hosts']) != t.shape[0]:
-        raise CannotRun(f'{path}: time must be N x N with N hosts; it is {t.shape}')
+    try:
+        if data['meta'].size != 1:
+            raise ValueError(f'"meta" is {data["meta"].shape}, not one JSON text')
+        meta = json.loads(str(data['meta'].item()))
+        if not isinstance(meta, dict) or not isinstance(meta.get('options', {}), dict):
+            raise ValueError('"meta" is not a JSON object with an "options" object')
+        data['meta'] = meta
+        t = data['time']
+        if t.dtype.kind not in 'fiu':
+            raise ValueError(f'"time" is {t.dtype}, not numbers')
+        if t.ndim != 2 or t.shape[0] != t.shape[1] or data['hosts'].ndim != 1 or \
+                len(data['hosts']) != t.shape[0]:
+            raise ValueError(f'time must be N x N with N hosts; it is {t.shape} with '
+                             f'{data["hosts"].shape} hosts')
+        data['time'] = t.astype(float)
+        if (data['time'] <= 0).any() or np.isinf(data['time']).any():
+            raise ValueError('"time" holds zero, negative or infinite times')
+        n = t.shape[0]
+        for key in ('slowest_pairs', 'error_pairs'):
+            pairs = _pairs(np, data, key, n)
+            if pairs is not None:
+                data[key] = pairs
+        if 'slowest_pairs' in data:
+            k = len(data['slowest_pairs'])
+            for key in ('slowest_time', 'retest_time'):
+                a = data.get(key)
+                if a is None or a.ndim != 1 or len(a) != k or a.dtype.kind not in 'fiu':
+                    raise ValueError(f'"{key}" must be {k} times, one per slowest pair')
+        size = meta.get('options', {}).get('size_messages')
+        if size is not None and (isinstance(size, bool) or not isinstance(size, (int, float))
+                                 or not math.isfinite(size) or size <= 0):
+            raise ValueError(f'meta.options.size_messages is {size!r}, not a positive size')
+    except (ValueError, TypeError, RecursionError) as err:
+        raise CannotRun(f'{path}: not a usable cb-linktest results file: {err}')
     return data
+
+
+def _meta_number(meta, key, default):
+    value = meta.get(key, default)
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else default
 
 
 def fmt_time(s):
@@ -168,7 +258,7 @@ def run(args, reexec_module=None):
     print(f'cb-linktest results {args.file}')
     print(f'  run:      {meta.get("started", "?")}, {n} ranks on {nhosts} host'
           f'{"" if nhosts == 1 else "s"}, {meta.get("iterations", 1)} iteration(s), '
-          f'{meta.get("duration_s", float("nan")):.2f} s')
+          f'{_meta_number(meta, "duration_s", float("nan")):.2f} s')
     print(f'  test:     {opts.get("pattern", "?")}, {size} B messages, '
           f'{opts.get("num_messages", "?")} timed + {opts.get("num_warmup_messages", "?")} '
           f'warm-up{", bisection" if opts.get("bisection") else ""}'
@@ -256,6 +346,10 @@ def main(argv=None):
         return 3
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `cb-linktest-report ... | head`: not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == '__main__':

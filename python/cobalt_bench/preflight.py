@@ -156,30 +156,47 @@ class RecordingTree(Tree):
                 cur = nxt
         return cur
 
+    def _failed(self, path, err):
+        # Not an OSError: the checks treat an OSError as an unreadable setting, and a
+        # copy that could not be written must stop the recording, not pass for one.
+        return CannotRun(f'--record {self.dest}: cannot record {path}: '
+                         f'{err.strerror or err}')
+
     def read(self, path):
         value = super().read(path)
         if value is not None:
-            real = self._mirror(path)
-            target = self.dest + (path if path.startswith('/proc/self/') else real)
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, 'w') as fp:
-                fp.write(value + '\n')
+            try:
+                real = self._mirror(path)
+                target = self.dest + (path if path.startswith('/proc/self/') else real)
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                with open(target, 'w') as fp:
+                    fp.write(value + '\n')
+            except OSError as err:
+                raise self._failed(path, err)
         return value
 
     def listdir(self, path):
         entries = super().listdir(path)
         if entries is not None:
-            real = self._mirror(path)
-            os.makedirs(self.dest + real, exist_ok=True)
+            try:
+                real = self._mirror(path)
+                os.makedirs(self.dest + real, exist_ok=True)
+            except OSError as err:
+                raise self._failed(path, err)
         return entries
 
     def exists(self, path):
         found = super().exists(path)
         if found:
-            real = self._mirror(path)
-            if os.path.isdir(real):
-                os.makedirs(self.dest + real, exist_ok=True)
-            elif not os.path.lexists(self.dest + real):
+            try:
+                real = self._mirror(path)
+                if os.path.isdir(real):
+                    os.makedirs(self.dest + real, exist_ok=True)
+                    return found
+                recorded = os.path.lexists(self.dest + real)
+            except OSError as err:
+                raise self._failed(path, err)
+            if not recorded:
                 self.read(path)
         return found
 
@@ -656,20 +673,49 @@ def document(findings, host, started, duration, config):
     }
 
 
+def check_json_dest(dest):
+    '''--json FILE before anything is checked (as the kernels' --json): a FILE that is a
+    directory, or whose directory is absent or not writable, is a usage error.'''
+    if dest == '-':
+        return
+    if not dest.strip():
+        raise UsageError('--json: empty file name')
+    directory = os.path.dirname(os.path.abspath(dest))
+    if os.path.isdir(dest):
+        raise UsageError(f'--json {dest}: is a directory')
+    if not os.path.isdir(directory):
+        raise UsageError(f'--json {dest}: no such directory {directory}')
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise UsageError(f'--json {dest}: directory {directory} is not writable')
+
+
 def write_json(doc, dest):
     text = json.dumps(doc, indent=2) + '\n'
     if dest == '-':
         print(text, end='')
         return
-    # Through a temporary file and a rename: never a half-written result.
+    # Through a temporary file beside it, flushed to disk and renamed over it: a reader
+    # never sees half a document, and a failure leaves an earlier one whole and no
+    # temporary file behind.
     directory = os.path.dirname(os.path.abspath(dest))
+    tmp = None
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix='.preflight-', suffix='.json')
         with os.fdopen(fd, 'w') as fp:
             fp.write(text)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
+        tmp = None
     except OSError as err:
-        raise CannotRun(f'cannot write {dest}: {err}')
+        raise CannotRun(f'cannot write {dest}: {err.strerror or err}')
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def format_findings(findings):
@@ -707,11 +753,25 @@ def run(root='/', interfaces=None, json_dest=None, record=None, probe=True, quie
     undetermined).'''
     if root != '/' and not os.path.isdir(root):
         raise UsageError(f'--root {root}: no such directory')
-    if record and root != '/':
+    if record is not None and root != '/':
         raise UsageError('--record reads this machine; it cannot be combined with --root')
-    if record:
-        if os.path.exists(record) and os.listdir(record):
-            raise UsageError(f'--record {record}: directory exists and is not empty')
+    if json_dest is not None:
+        check_json_dest(json_dest)
+    if record is not None:
+        if not record.strip():
+            raise UsageError('--record: empty directory name')
+        if os.path.lexists(record) and not os.path.isdir(record):
+            raise UsageError(f'--record {record}: exists and is not a directory')
+        try:
+            if os.listdir(record) if os.path.isdir(record) else False:
+                raise UsageError(f'--record {record}: directory exists and is not empty')
+            os.makedirs(record, exist_ok=True)
+            # Writable now, not after every check ran: a file and its removal.
+            probe_fd, probe_path = tempfile.mkstemp(dir=record, prefix='.record-')
+            os.close(probe_fd)
+            os.unlink(probe_path)
+        except OSError as err:
+            raise UsageError(f'--record {record}: cannot write there: {err.strerror or err}')
         tree = RecordingTree(record)
     else:
         tree = Tree(root)
@@ -726,7 +786,7 @@ def run(root='/', interfaces=None, json_dest=None, record=None, probe=True, quie
         socket.gethostname() if tree.live else os.path.basename(tree.root))
     doc = document(findings, host, started, duration,
                    {'root': tree.root, 'interfaces': interfaces, 'probe': probe and tree.live})
-    if json_dest:
+    if json_dest is not None:
         write_json(doc, json_dest)
     if not quiet and json_dest != '-':
         print(f'cobalt-bench preflight {__version__} on {host}'

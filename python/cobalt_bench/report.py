@@ -16,15 +16,19 @@ metric's name and unit).
 import base64
 import datetime
 import html
+import json
 import math
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
 from . import CannotRun, UsageError, __version__
+from . import loading
 from . import preflight as pf
 from . import results as rs
+from . import verdict as vd
 from .plots import make_plots
 
 # Check families, matched against check names, kernel names and ReFrame tags; preflight
@@ -36,8 +40,8 @@ FAMILIES = {
     'interconnect': r'osu|mpi|linktest|infiniband|ib_|ib-|perftest|mad|rdma|dolphin',
 }
 
-COMPLIANT, NOT_COMPLIANT, INCOMPLETE, NO_RESULTS = (
-    'COMPLIANT', 'NOT COMPLIANT', 'INCOMPLETE', 'NO RESULTS')
+COMPLIANT, NOT_COMPLIANT, INCOMPLETE, DEMONSTRATION = (
+    vd.COMPLIANT, vd.NOT_COMPLIANT, vd.INCOMPLETE, vd.DEMONSTRATION)
 
 
 def families(case):
@@ -93,6 +97,7 @@ class Model:
     preflight: list                     # (label, doc)
     failures: list                      # Explained
     plots: list
+    judgement: object = None            # verdict.Verdict: state, reasons, items
 
 
 def _preflight_docs(run, extra_file):
@@ -102,12 +107,39 @@ def _preflight_docs(run, extra_file):
             if doc.get('test') == 'preflight' and 'findings' in doc:
                 docs.append((case, doc))
     if extra_file:
-        doc = pf.load(extra_file)
-        if doc is None:
-            raise CannotRun(f'--preflight {extra_file}: not a preflight JSON document '
-                            '(cobalt-bench preflight --json FILE writes one)')
+        try:
+            doc = loading.load_preflight(extra_file)
+        except loading.Damaged as err:
+            raise CannotRun(f'--preflight {err}')
         docs.append((None, doc))
     return docs
+
+
+def damaged_files(run):
+    '''[(case or None, loading.Damage)]: every file (or entry) of the run that could not be
+    read, with the case it belongs to; the report lists each where the result would be.'''
+    out, seen = [], set()
+    for c in run.cases:
+        for d in c.damaged:
+            out.append((c, d))
+            seen.add(d)
+    return out + [(None, d) for d in run.damaged if d not in seen]
+
+
+def _is_preflight(case, damage):
+    return 'preflight' in (case.check.lower() if case else '') or \
+        os.path.basename(damage.path).startswith('preflight')
+
+
+def _damage_rows(model):
+    return [[c.check if c else '-', c.where if c else '-',
+             loading.relpath(d.path, model.run.path), d.problem]
+            for c, d in damaged_files(model.run)]
+
+
+DAMAGE_HEADER = ['check', 'partition', 'file', 'problem']
+DAMAGE_TEXT = ('These files could not be read: the checks they belong to are DAMAGED '
+               '(their results cannot be vouched for), never passed.')
 
 
 def _kernel_hints(case):
@@ -131,24 +163,21 @@ def _kernel_hints(case):
     return hints
 
 
-def build(run, preflight_file=None, with_plots=True):
+def build(run, preflight_file=None, with_plots=True, site=None):
+    '''The report's model. `site`: a site name or directory to judge by; None: the run's
+    own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
+    compliance definition and references, never the kernels' own thresholds.'''
+    pre = _preflight_docs(run, preflight_file)
+    site = site or _job_judgements(run)
+    sitedef = vd.site_of_run(run, site)
+    judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
+    verdict = judgement.state
     counts = {}
     for c in run.cases:
         counts[c.result] = counts.get(c.result, 0) + 1
     # Failed: measured and not good enough (or not sane). Aborted: not measured.
-    failed = [c for c in run.cases if c.result in ('fail', 'abort', 'error')]
-    if not run.cases:
-        verdict = NO_RESULTS if run.state == rs.COMPLETE else INCOMPLETE
-    elif any(c.result == 'fail' for c in run.cases):
-        verdict = NOT_COMPLIANT
-    elif failed or run.state != rs.COMPLETE:
-        verdict = INCOMPLETE
-    elif all(c.result in ('pass', 'skip', 'xfail') for c in run.cases):
-        verdict = COMPLIANT
-    else:
-        verdict = INCOMPLETE
+    failed = [c for c in run.cases if c.result in ('fail', 'abort', 'error', 'xpass')]
 
-    pre = _preflight_docs(run, preflight_file)
     failures = []
     for case in failed:
         fams = families(case)
@@ -172,7 +201,41 @@ def build(run, preflight_file=None, with_plots=True):
         failures.append(Explained(case, failing, candidates, _kernel_hints(case)))
     plots = make_plots(run) if with_plots else []
     return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
-                 plots)
+                 plots, judgement)
+
+
+JUDGED_SUFFIX = '.judged.json'
+
+
+def judged_path(doc_path):
+    '''Where `cobalt-bench judge` (called by a job script) records its judgement of a job
+    document: mem-test-12.json -> mem-test-12.judged.json.'''
+    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
+    return base + JUDGED_SUFFIX
+
+
+def _job_judgements(run):
+    '''For job documents: what the job's `cobalt-bench judge` recorded beside each (the
+    site, the partition, the command line), set on the cases (judged_partition, command).
+    Returns the site they name when they all name the same one, else None.'''
+    if run.kind != 'jobs':
+        return None
+    sites = set()
+    for case in run.cases:
+        for path in case.doc_paths:
+            try:
+                rec = loading.read_json(judged_path(path))
+            except (loading.Damaged, OSError):
+                continue
+            if not isinstance(rec, dict):
+                continue
+            if isinstance(rec.get('site_dir'), str):
+                sites.add(rec['site_dir'])
+            if isinstance(rec.get('partition'), str):
+                case.judged_partition = rec['partition']
+            if isinstance(rec.get('command'), str):
+                case.command = rec['command']
+    return sites.pop() if len(sites) == 1 else None
 
 
 def _pre_label(case, doc):
@@ -194,13 +257,85 @@ def _md_table(header, rows):
     return '\n'.join(lines)
 
 
+def own_verdict(case):
+    '''What the kernel itself said, with its built-in threshold (its exit code for
+    standalone use): shown beside the site's verdict, never instead of it.'''
+    out = []
+    for doc in case.docs:
+        comp = doc.get('compliance')
+        if not isinstance(comp, dict) or 'passed' not in comp:
+            continue
+        said = {True: 'passed', False: 'failed'}.get(comp.get('passed'), 'undecided')
+        thr = comp.get('threshold')
+        out.append(f'{doc.get("test", "?")}: {said}'
+                   + (f' (its threshold {fmt(thr)})' if thr is not None else ''))
+    return '; '.join(out)
+
+
+CASE_HEADER = ['check', 'partition', 'node(s)', 'result (site\'s references)', 'reason',
+               'kernel\'s own verdict (not the site\'s)']
+
+
 def _case_rows(model):
     rows = []
     for c in model.run.cases:
         reason = c.fail_reason if c.result != 'pass' else ''
         rows.append([c.check, c.where, ', '.join(c.nodes), c.result.upper(),
-                     (f'{c.fail_phase}: ' if c.fail_phase else '') + reason])
+                     (f'{c.fail_phase}: ' if c.fail_phase else '') + reason, own_verdict(c)])
     return rows
+
+
+def entry_text(m):
+    '''The reference file and entry a metric was judged by.'''
+    e = getattr(m, 'entry', None)
+    if e is None:
+        return ''
+    changed = m.ref is not None and e.value != m.ref
+    return f'{e.label}' + (' (changed since the run)' if changed else '')
+
+
+def reproduce_rows(model):
+    '''For each judged case: kernel and version, the command line, the references judged
+    by: what a second engineer needs to rerun exactly that check.'''
+    rows = []
+    for c in model.run.cases:
+        judged = [m for m in c.metrics if m.judged]
+        if not judged and c.result not in ('fail', 'error', 'unjudged'):
+            continue
+        kernel = ', '.join(f'{d.get("test", "?")} {d.get("version", "?")}' for d in c.docs
+                           if isinstance(d, dict)) or '-'
+        entries = sorted({m.entry.label.rsplit(' / ', 1)[0] for m in judged
+                          if getattr(m, 'entry', None) is not None})
+        refs = '; '.join(entries) or (model.judgement.references if model.judgement else '')
+        rows.append([c.check, c.where, kernel, command_of(c) or '-', refs])
+    return rows
+
+
+REPRODUCE_HEADER = ['check', 'partition', 'kernel and version', 'command line',
+                    'judged by (reference file / entry)']
+
+
+def command_of(case):
+    '''The command line that produced a case's result: the job's `cobalt-bench judge
+    --command`, else the line of ReFrame's job script (rfm_job.sh) that runs the kernel.'''
+    cmd = getattr(case, 'command', '')
+    if cmd:
+        return cmd
+    kernels = [d.get('test') for d in case.docs if isinstance(d, dict) and d.get('test')]
+    for d in case.dirs:
+        script = os.path.join(d, 'rfm_job.sh')
+        try:
+            with open(script, errors='replace') as fp:
+                lines = fp.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith(('#', 'export ', 'module ', 'cd ')):
+                continue
+            if any(k and (k in text) for k in kernels) and '--json' in text:
+                return text
+    return ''
 
 
 def _metric_rows(model, judged):
@@ -211,12 +346,12 @@ def _metric_rows(model, judged):
                 continue
             rows.append([c.check, c.where, ', '.join(c.nodes), m.name, fmt(m.value),
                          fmt(m.ref) if m.judged else '', fmt_bounds(m), m.unit,
-                         m.verdict.upper() if m.judged else 'recorded'])
+                         m.verdict.upper() if m.judged else 'recorded', entry_text(m)])
     return rows
 
 
 METRIC_HEADER = ['check', 'partition', 'node(s)', 'metric', 'value', 'reference', 'bounds',
-                 'unit', 'verdict']
+                 'unit', 'verdict', 'judged by (reference file / entry)']
 
 
 def _summary_lines(model):
@@ -230,18 +365,35 @@ def _summary_lines(model):
                          f' on {s.get("hostname", "?")}; ReFrame {s.get("version", "?")}; '
                          f'`{s.get("cmdline", "")}`')
     else:
-        lines.append(f'Job documents in `{run.path}` (judged by each kernel\'s own '
-                     'compliance verdict; no site references)')
+        j = model.judgement
+        lines.append(f'Job documents in `{run.path}`, judged by '
+                     + (f'site `{j.site}` (`{j.references}`)' if j and j.site else
+                        'no site (none named: `cobalt-bench report --site SITE`)'))
     n = len(run.cases)
     parts = [f'{v} {k}' for k, v in sorted(model.counts.items())]
     lines.append(f'{n} check case(s): ' + (', '.join(parts) if parts else 'none'))
     for label, doc in model.preflight:
         s = pf.summary(pf.findings_of(doc))
-        lines.append(f'Preflight {label}: {doc.get("verdict", s["verdict"])} '
+        lines.append(f'Preflight {label}: the tool\'s own summary (not the site\'s '
+                     f'verdict) {doc.get("verdict", s["verdict"])} '
                      f'({s[pf.FAIL]} failed, {s[pf.UNKNOWN]} unknown, {s[pf.WARN]} warnings '
-                     f'of {len(doc.get("findings", []))} settings; judged only where the '
-                     'site\'s references name them)')
+                     f'of {len(doc.get("findings", []))} settings); the site requires '
+                     + (', '.join(f'`{p}`' for p in model.judgement.compliance_preflight)
+                        if model.judgement and model.judgement.compliance_preflight
+                        else 'none of them'))
     return lines
+
+
+def _judged_by(j):
+    '''The site's files a verdict comes from, as one phrase.'''
+    if not j.site:
+        return 'no site'
+    text = f'site `{j.site}`: references `{j.references}`'
+    text += (f', compliance definition `{j.compliance}`' if j.compliance and
+             not j.demonstration else
+             f', `{j.compliance}` (demonstration)' if j.compliance else
+             ' (no compliance definition)')
+    return text
 
 
 def _finding_rows(findings):
@@ -256,14 +408,30 @@ def render_markdown(model, plot_dir_rel='plots'):
     run = model.run
     out = [f'# cobalt-bench compliance report: {run.label}', '',
            f'**Verdict: {model.verdict}**', '']
+    j = model.judgement
+    if j is not None:
+        if j.headline != j.state:
+            out += [f'_{j.headline}_', '']
+        out += ['Why:', ''] + [f'1. {r}' for r in j.reasons] + ['']
+        out += [f'Judged by {_judged_by(j)}.', '']
     out += [f'- {line}' for line in _summary_lines(model)]
+    damage = _damage_rows(model)
+    if damage:
+        out += ['', '## Damaged results', '', DAMAGE_TEXT, '',
+                _md_table(DAMAGE_HEADER, damage)]
     out += ['', '## Checks', '',
-            _md_table(['check', 'partition', 'node(s)', 'result', 'reason'], _case_rows(model))]
+            _md_table(CASE_HEADER, _case_rows(model))]
     judged = _metric_rows(model, True)
     out += ['', '## Judged measurements', '',
             'Each performance variable with a reference of the site: value, reference, '
             'absolute bounds, unit and verdict.', '']
     out.append(_md_table(METRIC_HEADER, judged) if judged else '_No judged measurements._')
+    repro = reproduce_rows(model)
+    if repro:
+        out += ['', '## Reproducing a verdict', '',
+                'For each judged check: the kernel and its version, the command line that '
+                'produced the result, and the reference file and entry it was judged by.', '',
+                _md_table(REPRODUCE_HEADER, repro)]
     if model.failures:
         out += ['', '## Failures and likely causes', '']
         for e in model.failures:
@@ -289,14 +457,23 @@ def render_markdown(model, plot_dir_rel='plots'):
                         + (' (the run has no preflight results)' if not model.preflight
                            else '') + '._']
             out.append('')
-    if model.plots:
+    unplotted = [(c, d) for c, d in damaged_files(run) if d.path.endswith('.json')]
+    if model.plots or unplotted:
         out += ['', '## Plots', '']
         for p in model.plots:
             out += [f'### {p.title}', '', f'![{p.title}]({plot_dir_rel}/{p.name}.png)', '',
                     p.caption, '']
+        for c, d in unplotted:
+            out += [f'- No plot from `{loading.relpath(d.path, run.path)}`'
+                    + (f' ({c.check} on {c.where})' if c else '')
+                    + f': could not read it: {d.problem}']
     for label, doc in model.preflight:
         out += ['', f'## Preflight: {label}: {doc.get("verdict", "")}', '',
                 _md_table(FINDING_HEADER, _finding_rows(pf.findings_of(doc)))]
+    for c, d in damaged_files(run):
+        if _is_preflight(c, d):
+            out += ['', f'## Preflight: {c.where if c else run.label}: DAMAGED', '',
+                    f'Could not read `{loading.relpath(d.path, run.path)}`: {d.problem}']
     recorded = _metric_rows(model, False)
     if recorded:
         out += ['', '## Recorded measurements (not judged)', '',
@@ -321,7 +498,8 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict { display: inline-block; padding: 0.3em 0.8em; font-size: 1.3em; font-weight: bold;
            border-radius: 4px; color: #fff; }
 .v-COMPLIANT { background: #2e7d32; } .v-NOT-COMPLIANT { background: #c62828; }
-.v-INCOMPLETE, .v-NO-RESULTS { background: #ef6c00; }
+.v-INCOMPLETE { background: #ef6c00; } .v-DEMONSTRATION { background: #1565c0; }
+ol.reasons li { margin: 0.15em 0; }
 .s-pass { background: #e8f5e9; } .s-fail, .s-abort { background: #ffebee; }
 .s-warn, .s-unknown, .s-xfail { background: #fff8e1; } .s-skip, .s-recorded { color: #666; }
 figure { margin: 1em 0; } figcaption { font-size: 0.85em; color: #555; }
@@ -362,16 +540,33 @@ def render_html(model):
            f'<title>cobalt-bench report {_e(run.label)}</title>',
            f'<style>{CSS}</style></head><body>',
            f'<h1>cobalt-bench compliance report: {_e(run.label)}</h1>',
-           f'<p><span class="verdict v-{v.replace(" ", "-")}">{_e(v)}</span></p><ul>']
+           f'<p><span class="verdict v-{v.replace(" ", "-")}">{_e(v)}</span></p>']
+    j = model.judgement
+    if j is not None:
+        if j.headline != j.state:
+            out.append(f'<p class="headline"><b>{_e(j.headline)}</b></p>')
+        out.append('<p>Why:</p><ol class="reasons">'
+                   + ''.join(f'<li>{_e(r)}</li>' for r in j.reasons) + '</ol>')
+        out.append(f'<p class="small">Judged by {_inline(_judged_by(j))}.</p>')
+    out.append('<ul>')
     out += [f'<li>{_inline(line)}</li>' for line in _summary_lines(model)]
     out.append('</ul>')
+    damage = _damage_rows(model)
+    if damage:
+        out += ['<h2>Damaged results</h2>', f'<p>{_e(DAMAGE_TEXT)}</p>',
+                _html_table(DAMAGE_HEADER, damage)]
     out += ['<h2>Checks</h2>',
-            _html_table(['check', 'partition', 'node(s)', 'result', 'reason'],
-                        _case_rows(model), status_col=3)]
+            _html_table(CASE_HEADER, _case_rows(model), status_col=3)]
     judged = _metric_rows(model, True)
     out.append('<h2>Judged measurements</h2>')
     out.append(_html_table(METRIC_HEADER, judged, status_col=8, num_cols=(4, 5))
                if judged else '<p>No judged measurements.</p>')
+    repro = reproduce_rows(model)
+    if repro:
+        out += ['<h2>Reproducing a verdict</h2>',
+                '<p>For each judged check: the kernel and its version, the command line that '
+                'produced the result, and the reference file and entry it was judged by.</p>',
+                _html_table(REPRODUCE_HEADER, repro)]
     if model.failures:
         out.append('<h2>Failures and likely causes</h2>')
         for e in model.failures:
@@ -397,16 +592,26 @@ def render_html(model):
                 out.append('<p class="small">No preflight finding of this node explains it'
                            + (' (the run has no preflight results)' if not model.preflight
                               else '') + '.</p>')
-    if model.plots:
+    unplotted = [(c, d) for c, d in damaged_files(run) if d.path.endswith('.json')]
+    if model.plots or unplotted:
         out.append('<h2>Plots</h2>')
         for p in model.plots:
             data = base64.b64encode(p.png).decode('ascii')
             out.append(f'<figure><img alt="{_e(p.title)}" src="data:image/png;base64,{data}">'
                        f'<figcaption>{_e(p.caption)}</figcaption></figure>')
+        for c, d in unplotted:
+            out.append(f'<p>No plot from <code>{_e(loading.relpath(d.path, run.path))}</code>'
+                       + (f' ({_e(c.check)} on {_e(c.where)})' if c else '')
+                       + f': could not read it: {_e(d.problem)}</p>')
     for label, doc in model.preflight:
         out.append(f'<h2>Preflight: {_e(label)}: {_e(doc.get("verdict", ""))}</h2>')
         out.append(_html_table(FINDING_HEADER, _finding_rows(pf.findings_of(doc)),
                                status_col=0))
+    for c, d in damaged_files(run):
+        if _is_preflight(c, d):
+            out.append(f'<h2>Preflight: {_e(c.where if c else run.label)}: DAMAGED</h2>'
+                       f'<p>Could not read <code>{_e(loading.relpath(d.path, run.path))}'
+                       f'</code>: {_e(d.problem)}</p>')
     recorded = _metric_rows(model, False)
     if recorded:
         out.append('<h2>Recorded measurements (not judged)</h2><details><summary>'
@@ -452,15 +657,20 @@ def write_report(model, out_dir, formats):
             page = os.path.join(out_dir, 'report.html')
             _write(page, render_html(model))
             written.append(page)
+        if model.judgement is not None:
+            # The verdict for programs: state first, then the reasons and items.
+            doc = os.path.join(out_dir, 'verdict.json')
+            _write(doc, json.dumps(model.judgement.to_json(), indent=2) + '\n')
+            written.append(doc)
     except OSError as err:
         raise CannotRun(f'cannot write the report in {out_dir}: {err}')
     return written
 
 
-def report_command(spec, output, formats, preflight_file, base):
+def report_command(spec, output, formats, preflight_file, base, site=None):
     path = rs.resolve_run(spec, base)
     run = rs.load_run(path)
-    model = build(run, preflight_file)
+    model = build(run, preflight_file, site=site)
     if output:
         out_dir = output
     elif os.path.isdir(path) and run.kind == 'reframe':
@@ -469,12 +679,21 @@ def report_command(spec, output, formats, preflight_file, base):
         out_dir = os.path.join(path if os.path.isdir(path) else os.path.dirname(path),
                                'report')
     written = write_report(model, out_dir, formats)
+    for c, d in damaged_files(run):
+        print(f'cobalt-bench report: {run.label}: could not read '
+              f'{loading.relpath(d.path, run.path)}: {d.problem}'
+              + (f' ({c.check} on {c.where}: DAMAGED)' if c else ''), file=sys.stderr)
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
+    j = model.judgement
+    # The answer first: the verdict line, its reasons, then where the report is.
+    print(f'verdict: {j.headline}')
+    for r in j.reasons:
+        print(f'  - {r}')
     print(f'{run.label}: {model.verdict} ({counts}'
           + (f'; run {run.state}: {run.state_why}' if run.state != rs.COMPLETE else '') + ')')
     for w in written:
         print(f'wrote {w}')
-    return 0 if model.verdict == COMPLIANT else 1
+    return j.exit_code()
 
 
 # ---- compare ------------------------------------------------------------------------------
@@ -595,11 +814,30 @@ def render_compare(run_a, run_b, changes, tolerance):
     return '\n'.join(lines) + '\n'
 
 
+def _comparable(name, run):
+    '''A run whose run report is damaged has other cases (from its perflogs) than it
+    had: compared, it would match none of the other run's checks and read as "no
+    regression".'''
+    if run.report_damage:
+        raise CannotRun(f'{name} {run.label}: cannot compare: {run.report_damage}')
+    return run
+
+
 def compare_command(spec_a, spec_b, tolerance, output, base):
-    run_a = rs.load_run(rs.resolve_run(spec_a, base))
-    run_b = rs.load_run(rs.resolve_run(spec_b, base))
+    run_a = _comparable('RUN_A', rs.load_run(rs.resolve_run(spec_a, base)))
+    run_b = _comparable('RUN_B', rs.load_run(rs.resolve_run(spec_b, base)))
     if run_a.path == run_b.path:
         raise UsageError(f'RUN_A and RUN_B are the same run ({run_a.path})')
+    common = {_key(c) for c in run_a.cases} & {_key(c) for c in run_b.cases}
+    if not common:
+        def names(run):
+            return ', '.join(sorted({f'{c.check} on {c.where}' for c in run.cases})) or 'none'
+        raise CannotRun(f'{run_a.label} and {run_b.label} share no check: nothing to '
+                        f'compare (RUN_A has {names(run_a)}; RUN_B has {names(run_b)})')
+    for name, run in (('RUN_A', run_a), ('RUN_B', run_b)):
+        for c, d in damaged_files(run):
+            print(f'cobalt-bench report: {name} {run.label}: could not read '
+                  f'{loading.relpath(d.path, run.path)}: {d.problem}', file=sys.stderr)
     changes = compare(run_a, run_b, tolerance)
     text = render_compare(run_a, run_b, changes, tolerance)
     print(text, end='')
@@ -610,4 +848,6 @@ def compare_command(spec_a, spec_b, tolerance, output, base):
             _write(os.path.abspath(output), text)
         except OSError as err:
             raise CannotRun(f'cannot write {output}: {err}')
-    return 1 if any(c.kind == 'regression' for c in changes) else 0
+    # A damaged result of either run is not "no regression": it could not be compared.
+    damaged = run_a.damaged or run_b.damaged
+    return 1 if damaged or any(c.kind == 'regression' for c in changes) else 0

@@ -14,20 +14,35 @@ from the perflogs and the JSON documents it left.
 Job scripts (jobs/*.slurm) write results/slurm/<kernel>-<jobid>.json: a directory of kernel
 JSON documents, or one document, is read as a run whose cases are the documents, judged by
 their own `compliance` verdicts.
+
+Every file is read through cobalt_bench.loading, which checks its shape. What could not be
+read is never dropped silently: it is a Damage (file, problem) on the case it belongs to
+(Case.damaged; the case's result becomes DAMAGED) and on the run (Run.damaged), for the
+report to show and the verdict to count.
 '''
 
-import json
+import math
 import os
 import re
 import socket
+import sys
 from dataclasses import dataclass, field
 
 from . import CannotRun, UsageError, paths
+from .loading import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
+                      perf_entry, read_json, relpath, report_testcases, testcase_problems)
 
 MARKER = 'INCOMPLETE'
 REPORT = 'report.json'
 
 COMPLETE, PARTIAL, RUNNING = 'complete', 'partial', 'running'
+# The state of a run in `cobalt-bench runs` whose report.json cannot be read at all.
+DAMAGED_RUN = 'damaged'
+
+# Case.result of a check whose result files could not be read (Case.damaged says which and
+# why): it was measured, but what it measured cannot be vouched for, so it never counts as
+# a pass (ReFrame's own result is kept in Case.reframe_result).
+DAMAGED = 'damaged'
 
 
 def results_base(explicit=None):
@@ -80,8 +95,9 @@ def run_state(path):
                 last = [line for line in fp.read().splitlines() if line.strip()]
         except OSError:
             last = []
-        why = next((line for line in reversed(last) if line.startswith('interrupted')),
-                   'the run did not finish')
+        # run-suite's last word: 'interrupted: ...' or 'empty: ...' (ReFrame ran 0/0).
+        why = next((line for line in reversed(last)
+                    if line.startswith(('interrupted', 'empty'))), 'the run did not finish')
         return PARTIAL, f'{MARKER} marker present: {why}'
     if not os.path.isfile(os.path.join(path, REPORT)):
         return PARTIAL, f'no {REPORT}: ReFrame did not finish the run'
@@ -164,6 +180,9 @@ class Metric:
     lower: object = None        # absolute lower bound
     upper: object = None        # absolute upper bound
     verdict: str = 'recorded'   # pass, fail, xfail, xpass, recorded (no reference)
+    # The references.Ref (file, check, partition key, metric) it was judged by, set by
+    # cobalt_bench.judge when the site's references are known (the report shows it).
+    entry: object = None
 
     @property
     def judged(self):
@@ -188,6 +207,11 @@ class Case:
     doc_paths: list = field(default_factory=list)
     stdout: str = ''            # path of the job's stdout, if kept
     dirs: list = field(default_factory=list)     # output/stage directories found
+    # What of this case could not be read: [loading.Damage(path, problem)] (a truncated
+    # kernel document, a perfvalues entry with a non-numeric bound, ...). Non-empty: the
+    # result is DAMAGED unless ReFrame already failed the case.
+    damaged: list = field(default_factory=list)
+    reframe_result: str = ''    # the result as ReFrame (or the document) gave it
 
     @property
     def where(self):
@@ -212,6 +236,11 @@ class Run:
     session: dict = field(default_factory=dict)
     cases: list = field(default_factory=list)
     sources: list = field(default_factory=list)   # what was read, for the report's footer
+    # Every loading.Damage(path, problem) met while reading the run, the cases' included
+    # (a damaged report.json too: then the cases come from the perflogs, the run is
+    # PARTIAL and report_damage names it). Empty: every file read was whole.
+    damaged: list = field(default_factory=list)
+    report_damage: object = None  # loading.Damage of an unusable report.json, or None
 
     @property
     def label(self):
@@ -220,18 +249,21 @@ class Run:
         return self.site or self.run_id or os.path.basename(self.path)
 
 
-def _load_json(path):
-    try:
-        with open(path) as fp:
-            return json.load(fp)
-    except (OSError, ValueError):
-        return None
+def _damage(case, path, problem):
+    case.damaged.append(Damage(path, problem))
 
 
-def is_kernel_doc(doc):
-    '''A document of the kernel contract: {"test", "metrics": {...}, ...}.'''
-    return (isinstance(doc, dict) and isinstance(doc.get('test'), str)
-            and isinstance(doc.get('metrics'), dict))
+def _mark_damaged(case, run_path):
+    '''A case with damaged files is DAMAGED, with the first damage as its reason; a case
+    ReFrame failed stays failed (its damage is still listed).'''
+    case.reframe_result = case.reframe_result or case.result
+    if not case.damaged or case.result in ('fail', 'abort', 'error'):
+        return
+    first = case.damaged[0]
+    case.result = DAMAGED
+    case.fail_phase = 'damaged result'
+    more = f' (and {len(case.damaged) - 1} more)' if len(case.damaged) > 1 else ''
+    case.fail_reason = f'could not read {relpath(first.path, run_path)}: {first.problem}{more}'
 
 
 def _rebase(path, session, run_path):
@@ -248,28 +280,53 @@ def _rebase(path, session, run_path):
     return path
 
 
-def _collect_docs(case, dirs):
+def _collect_docs(case, dirs, expected=None):
+    '''The kernel documents in a test's directories. `expected`: the document the check
+    names (report.json's json_file), which a passed case must have.'''
+    seen = set()
     for d in dirs:
         if not os.path.isdir(d):
             continue
         case.dirs.append(d)
-        for name in sorted(os.listdir(d)):
-            if not name.endswith('.json'):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError as err:
+            _damage(case, d, f'cannot list the directory: {err.strerror or err}')
+            continue
+        for name in names:
+            if not name.endswith('.json') or name in seen:
                 continue
             path = os.path.join(d, name)
-            doc = _load_json(path)
-            if is_kernel_doc(doc) and not any(os.path.basename(p) == name
-                                              for p in case.doc_paths):
-                case.docs.append(doc)
-                case.doc_paths.append(path)
+            try:
+                doc = read_json(path)
+            except Damaged as err:
+                seen.add(name)
+                _damage(case, path, err.problem)
+                continue
+            if not looks_like_kernel_doc(doc) and name != expected:
+                continue    # a JSON file of somebody else's, not a result
+            seen.add(name)
+            problems = kernel_doc_problems(doc)
+            if problems:
+                _damage(case, path, '; '.join(problems[:3]))
+                continue
+            case.docs.append(doc)
+            case.doc_paths.append(path)
+    if expected and expected not in seen and case.result == 'pass' and case.dirs:
+        _damage(case, os.path.join(case.dirs[0], expected),
+                'missing: the check passed, but its document is not there')
 
 
-def _perf_metrics(perfvalues, prefix):
+def _perf_metrics(perfvalues, prefix, case=None, where='', path=''):
     metrics = []
     for key, entry in perfvalues.items():
         name = key[len(prefix):] if key.startswith(prefix) else key.rsplit(':', 1)[-1]
-        value, ref, lower, upper, unit = (list(entry) + [None] * 5)[:5]
-        result = entry[5] if len(entry) > 5 else None
+        fields = perf_entry(key, entry)
+        if isinstance(fields, str):
+            if case is not None:
+                _damage(case, path, f'{where}: {fields}')
+            continue
+        value, ref, lower, upper, unit, result = fields
         judged = not (ref in (0, None) and lower is None and upper is None)
         if judged:
             lo, hi = reference_bounds(ref, lower, upper)
@@ -282,7 +339,7 @@ def _perf_metrics(perfvalues, prefix):
 
 
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
-_SKIP = re.compile(r'SKIP\s*\]\s*\(\d+/\d+\)\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)'
+_SKIP = re.compile(r'SKIP\s*\]\s*\(\s*\d+/\d+\)\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)'
                    r'\s+\[(?P<reason>.*)\]\s*$')
 
 
@@ -305,40 +362,55 @@ def _skip_reasons(run_path):
     return reasons
 
 
-def _from_report(run, report):
-    run.session = report.get('session_info', {})
+def _from_report(run, report, path):
+    '''The cases of a parsed report.json (`path`); Damaged if it is not a run report.'''
+    session, testcases, damage = report_testcases(report, path)
+    run.session = session
     skipped = _skip_reasons(run.path)
     # With --reruns / --max-retries a case appears in several runs: the last one counts.
     latest = {}
-    for r in report.get('runs', []):
-        for tc in r.get('testcases', []):
-            latest[(tc.get('unique_name') or tc.get('name'), tc.get('system'),
-                    tc.get('partition'), tc.get('environ'))] = tc
-    for tc in latest.values():
-        case = Case(check=tc.get('display_name') or tc.get('name', '?'),
-                    system=tc.get('system', ''), partition=tc.get('partition', ''),
-                    environ=tc.get('environ', ''), nodes=tc.get('job_nodelist') or [],
-                    result=tc.get('result') or 'unknown',
-                    fail_phase=tc.get('fail_phase') or '',
-                    fail_reason=tc.get('fail_reason') or '',
-                    jobid=str(tc.get('jobid') or ''), tags=sorted(tc.get('tags') or []))
+    for where, raw in testcases:
+        tc, problems = testcase_problems(raw)
+        latest[(tc['unique_name'] or tc['name'], tc['system'], tc['partition'],
+                tc['environ'])] = (where, tc, problems)
+    for where, tc, problems in latest.values():
+        case = Case(check=tc['display_name'] or tc['name'] or where,
+                    system=tc['system'] or '', partition=tc['partition'] or '',
+                    environ=tc['environ'] or '', nodes=tc['job_nodelist'],
+                    result=tc['result'] or 'unknown',
+                    fail_phase=tc['fail_phase'] or '',
+                    fail_reason=tc['fail_reason'] or '',
+                    jobid=tc['jobid'], tags=sorted(tc['tags']))
+        label = f'{where} ({case.check} on {case.where})'
+        for problem in problems:
+            _damage(case, path, f'{label}: {problem}')
         if case.result == 'skip':
             case.fail_reason = skipped.get(
-                (tc.get('hashcode'), f'{case.system}:{case.partition}+{case.environ}'), '')
+                (tc['hashcode'], f'{case.system}:{case.partition}+{case.environ}'), '')
         prefix = f'{case.system}:{case.partition}:'
-        case.metrics = _perf_metrics(tc.get('perfvalues') or {}, prefix)
-        outdir = _rebase(tc.get('outputdir'), run.session, run.path)
-        stagedir = _rebase(tc.get('stagedir'), run.session, run.path)
-        _collect_docs(case, [d for d in (outdir, stagedir) if d])
+        case.metrics = _perf_metrics(tc['perfvalues'], prefix, case, label, path)
+        outdir = _rebase(tc['outputdir'], run.session, run.path)
+        stagedir = _rebase(tc['stagedir'], run.session, run.path)
+        _collect_docs(case, [d for d in (outdir, stagedir) if d], tc['json_file'])
         for d in case.dirs:
-            out = os.path.join(d, tc.get('job_stdout') or 'rfm_job.out')
+            out = os.path.join(d, tc['job_stdout'] or 'rfm_job.out')
             if os.path.isfile(out):
                 case.stdout = out
                 break
         run.cases.append(case)
+    for d in damage:
+        if d.problem.startswith('runs['):
+            # A test case that is not one: a check whose result is lost, which must not
+            # let the run read as whole.
+            case = Case(check=d.problem.split(' ', 1)[0], result='unknown', damaged=[d])
+            _mark_damaged(case, run.path)
+            run.cases.append(case)
+        else:
+            run.damaged.append(d)
 
 
 def _num(text):
+    '''A number of a perflog field; None for none; a str for anything else.'''
     if text in (None, '', 'None', 'null'):
         return None
     try:
@@ -355,8 +427,13 @@ def _from_perflogs(run):
         for name in sorted(f for f in files if f.endswith('.log')):
             rel = os.path.relpath(dirpath, base).split(os.sep)
             system, partition = (rel + ['', ''])[:2]
-            with open(os.path.join(dirpath, name)) as fp:
-                lines = [line.rstrip('\n') for line in fp if line.strip()]
+            log = os.path.join(dirpath, name)
+            try:
+                with open(log, encoding='utf-8') as fp:
+                    lines = [line.rstrip('\n') for line in fp if line.strip()]
+            except (OSError, UnicodeDecodeError) as err:
+                run.damaged.append(Damage(log, f'cannot read: {err}'))
+                continue
             header = next((line.split('|') for line in lines if line.startswith('result|')),
                           None)
             records = [line.split('|') for line in lines if not line.startswith('result|')]
@@ -375,6 +452,15 @@ def _from_perflogs(run):
                 lower = _num(fields.get(f'{metric}_lower_thres'))
                 upper = _num(fields.get(f'{metric}_upper_thres'))
                 unit = fields.get(f'{metric}_unit', '')
+                bad = [(label, v) for label, v in (('reference', ref),
+                                                   ('lower threshold', lower),
+                                                   ('upper threshold', upper))
+                       if isinstance(v, str) or (v is not None and not math.isfinite(v))]
+                if bad:
+                    _damage(case, log, f'{case.check}, {metric}: {bad[0][0]} '
+                                       f'{bad[0][1]!r} is not a number (from the site\'s '
+                                       'references.yaml)')
+                    continue
                 judged = not (ref in (0, None) and lower is None and upper is None)
                 if judged:
                     lo, hi = reference_bounds(ref, lower, upper)
@@ -391,6 +477,11 @@ def _from_perflogs(run):
                                 if os.path.isdir(os.path.join(run.path, sub, system,
                                                               partition)) else [])]
             _collect_docs(case, dirs)
+            # The environment is the directory the documents were in: a case of the
+            # perflogs keys (compare) as the same case of a report.json.
+            if case.dirs:
+                case.environ = os.path.basename(os.path.dirname(case.dirs[0]))
+            _mark_damaged(case, run.path)
             run.cases.append(case)
         run.sources.append(base)
 
@@ -414,12 +505,17 @@ def _case_from_doc(doc, path):
 
 
 def load_run(path):
-    '''Read a run directory, a directory of job JSON documents, or one JSON document.'''
+    '''Read a run directory, a directory of job JSON documents, or one JSON document.
+    Raises CannotRun (loading.Damaged: with .path and .problem) when nothing usable is
+    there; what is damaged in a usable run is in Run.damaged and Case.damaged.'''
     path = os.path.abspath(path)
     if os.path.isfile(path):
-        doc = _load_json(path)
-        if not is_kernel_doc(doc):
-            raise CannotRun(f'{path}: not a run directory nor a kernel JSON document')
+        doc = read_json(path)
+        if not looks_like_kernel_doc(doc):
+            raise Damaged(path, 'not a run directory nor a kernel JSON document')
+        problems = kernel_doc_problems(doc)
+        if problems:
+            raise Damaged(path, 'not a valid kernel JSON document: ' + '; '.join(problems[:3]))
         run = Run(path=path, kind='jobs', run_id=os.path.basename(path))
         run.cases.append(_case_from_doc(doc, path))
         run.sources.append(path)
@@ -433,56 +529,121 @@ def load_run(path):
                   run_id=os.path.basename(path))
         run.state, run.state_why = run_state(path)
         report_path = os.path.join(path, REPORT)
-        report = _load_json(report_path)
-        if report is not None:
-            _from_report(run, report)
-            run.sources.append(report_path)
-        else:
-            if os.path.isfile(report_path):
-                run.state, run.state_why = PARTIAL, f'{REPORT} is not readable JSON'
+        have_report = os.path.lexists(report_path)
+        try:
+            if have_report:
+                _from_report(run, read_json(report_path), report_path)
+                run.sources.append(report_path)
+        except Damaged as err:
+            # Not a run report: what ReFrame logged as it went (the perflogs) still is;
+            # the run reads as partial, and report_damage says why.
+            run.cases = []
+            run.report_damage = err.damage
+            run.damaged.append(err.damage)
+            run.state, run.state_why = PARTIAL, f'{REPORT} is damaged: {err.problem}'
+            have_report = False
+        if not have_report:
             _from_perflogs(run)
-        run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
         for c in run.cases:
+            _mark_damaged(c, run.path)
+            run.damaged.extend(d for d in c.damaged if d not in run.damaged)
             run.sources.extend(c.doc_paths)
+        run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
         return run
 
-    docs = []
+    docs, damaged = [], []
     for dirpath, _, files in os.walk(path):
         for name in sorted(files):
             if name.endswith('.json'):
                 p = os.path.join(dirpath, name)
-                doc = _load_json(p)
-                if is_kernel_doc(doc):
+                try:
+                    doc = read_json(p)
+                except Damaged as err:
+                    damaged.append(err.damage)
+                    continue
+                if not looks_like_kernel_doc(doc):
+                    continue
+                problems = kernel_doc_problems(doc)
+                if problems:
+                    damaged.append(Damage(p, '; '.join(problems[:3])))
+                else:
                     docs.append((p, doc))
-    if not docs:
+    if not docs and not damaged:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
     run = Run(path=path, kind='jobs', site=os.path.basename(path), run_id='')
     for p, doc in sorted(docs):
         run.cases.append(_case_from_doc(doc, p))
         run.sources.append(p)
+    for d in sorted(damaged, key=lambda d: d.path):
+        # A job's document that cannot be read: its job's result is lost, not absent.
+        m = re.match(r'(.+?)(?:-(\d+))?\.json$', os.path.basename(d.path))
+        case = Case(check=m.group(1), partition=f'job {m.group(2)}' if m.group(2) else 'job',
+                    jobid=m.group(2) or '', result='unknown', damaged=[d])
+        _mark_damaged(case, path)
+        run.cases.append(case)
+        run.damaged.append(d)
     return run
 
 
+def _store(explicit):
+    '''The results store to list: one that was named (--results, $COBALT_BENCH_RESULTS)
+    must exist; the default one may not yet (no run made).'''
+    base = results_base(explicit)
+    named = ('--results', explicit) if explicit else (
+        ('COBALT_BENCH_RESULTS', os.environ['COBALT_BENCH_RESULTS'])
+        if os.environ.get('COBALT_BENCH_RESULTS') else None)
+    if named and not os.path.isdir(base):
+        what = 'not a directory' if os.path.exists(base) else 'no such directory'
+        raise CannotRun(f'{named[0]} {named[1]}: {what} (the results store is a directory '
+                        'of <site>/<run-id>/ run directories)')
+    return base
+
+
+def _listing(path, run_path):
+    '''(state or None, checks, why) of a run with a report.json, read by load_run.'''
+    try:
+        run = load_run(path)
+    except CannotRun as err:
+        return DAMAGED_RUN, '-', str(err)
+    counts = {}
+    for c in run.cases:
+        counts[c.result] = counts.get(c.result, 0) + 1
+    checks = ', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'none'
+    if run.report_damage:
+        d = run.report_damage
+        return DAMAGED_RUN, checks, f'{relpath(d.path, run_path)}: {d.problem}'
+    if run.damaged:
+        d = run.damaged[0]
+        more = f' (and {len(run.damaged) - 1} more)' if len(run.damaged) > 1 else ''
+        return None, checks, f'damaged: {relpath(d.path, run_path)}: {d.problem}{more}'
+    return None, checks, ''
+
+
 def list_command(base, site):
-    base = results_base(base)
-    runs = list_runs(base, site)
+    '''`cobalt-bench runs`: 0, or 1 when a run listed is damaged (listed with why).'''
+    base = _store(base)
+    try:
+        runs = list_runs(base, site)
+    except OSError as err:
+        raise CannotRun(f'cannot read the results store {base}: {err.strerror or err}')
     if not runs:
         print(f'no runs in {base}' + (f' for site {site}' if site else ''))
         return 0
     print(f'results store: {base}')
     print(f'{"SITE":<14} {"RUN ID":<24} {"STATE":<9} CHECKS')
+    damaged = 0
     for s, r, path in runs:
         state, why = run_state(path)
-        report = _load_json(os.path.join(path, REPORT))
-        if report:
-            run = Run(path=path, kind='reframe')
-            _from_report(run, report)
-            counts = {}
-            for c in run.cases:
-                counts[c.result] = counts.get(c.result, 0) + 1
-            checks = ', '.join(f'{v} {k}' for k, v in sorted(counts.items())) or 'none'
-        else:
-            checks = '-'
+        checks = '-'
+        if os.path.lexists(os.path.join(path, REPORT)):
+            bad_state, checks, bad_why = _listing(path, path)
+            if bad_why:
+                damaged += 1
+                state = bad_state or state
+                why = f'{why}; {bad_why}' if why else bad_why
         print(f'{s:<14} {r:<24} {state:<9} {checks}' + (f'  ({why})' if why else ''))
-    return 0
+    if damaged:
+        print(f'{damaged} run(s) with damaged results: their files are named above',
+              file=sys.stderr)
+    return 1 if damaged else 0

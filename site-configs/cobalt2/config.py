@@ -15,7 +15,9 @@ from cobalt_bench.reframe.site import Site
 
 SITE = Site('cobalt2', __file__)
 
-site_configuration = {
+# SITE.checked: this site's references.yaml and compliance.yaml are validated when ReFrame
+# loads this file (cobalt_bench.reframe.site).
+site_configuration = SITE.checked({
     'systems': [
         {
             'name': SITE.name,
@@ -58,4 +60,4 @@ site_configuration = {
     'general': SITE.general(),
     'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
-}
+})

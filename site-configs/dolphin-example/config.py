@@ -58,7 +58,9 @@ def _partition(name, descr, nodes):
     }
 
 
-site_configuration = {
+# SITE.checked: this site's references.yaml and compliance.yaml are validated when ReFrame
+# loads this file (cobalt_bench.reframe.site).
+site_configuration = SITE.checked({
     'systems': [
         {
             'name': SITE.name,
@@ -76,6 +78,6 @@ site_configuration = {
     ],
     'general': SITE.general(),
     'logging': SITE.logging(),
-}
+})
 if hasattr(SITE, 'storage'):
     site_configuration['storage'] = SITE.storage()

@@ -1,13 +1,14 @@
 # ReFrame configuration for the site `local-slurm`: the Slurm cluster that
-# site-configs/local-slurm/cluster starts on this machine (partitions x86 and arm, nodes n1
-# and n2, both this machine), used as a real site would be: the slurm scheduler (sbatch,
+# site-configs/local-slurm/cluster starts on this machine (partition x86: nodes n1 and n2,
+# both this machine; partition arm: the aarch64 node a1 under qemu-user, docs/arm.md), used
+# as a real site would be: the slurm scheduler (sbatch,
 # sacct), srun, and the `cobalt-bench` Lmod module.
 #
 #   site-configs/local-slurm/cluster start
 #   reframe -C site-configs/local-slurm/config.py -c reframe_checks -r --exec-policy serial
 #
-# Run it with --exec-policy serial: x86 and arm are the same machine, and two benchmarks at
-# once would measure each other.
+# Run it with --exec-policy serial: x86 and arm are the same machine's CPUs, and two
+# benchmarks at once would measure each other.
 #
 # Results, references: see python/cobalt_bench/reframe/site.py.
 #
@@ -33,7 +34,7 @@ MODULES = [{'name': 'cobalt-bench', 'path': os.path.join(ROOT, 'modulefiles')}]
 PROCESSOR = {'num_cpus': os.cpu_count()}
 
 
-def _partition(name, descr, features=()):
+def _partition(name, descr, features=(), processor=PROCESSOR, extras=None):
     return {
         'name': name,
         'descr': descr,
@@ -42,7 +43,7 @@ def _partition(name, descr, features=()):
         'access': [f'-p {name}'],
         'environs': ['builtin'],   # ReFrame's own, nothing to compile
         'modules': MODULES,
-        'processor': PROCESSOR,
+        'processor': processor,
         'max_jobs': 1,
         'time_limit': '10m',
         # 'mpi': MPI checks (cb-linktest) run here; x86 only, the two are one machine.
@@ -67,11 +68,26 @@ def _partition(name, descr, features=()):
             'eth_test_interfaces': ['lo'],
             'eth_test_send_opts': '--rate 3 --duration 3',
             'eth_test_receive_opts': '--threshold 2.97 --timeout 60',
+            **(extras or {}),
         },
     }
 
 
-site_configuration = {
+# Partition arm is the aarch64 node a1: the arm64 root of scripts/arm64-root, whose slurmd
+# and jobs the kernel runs through qemu-user (site-configs/local-slurm/cluster). Emulated
+# aarch64 is many times slower than ARM hardware, so its workloads are smaller and its
+# references (references.yaml) are those of the emulator, not of any ARM machine.
+ARM_PROCESSOR = dict(PROCESSOR, arch='aarch64')
+ARM_EXTRAS = {
+    'mem_test_opts': '--stations 1 --desired-rate 1 --duration 3',
+    'eth_test_send_opts': '--rate 0.3 --duration 3',
+    'eth_test_receive_opts': '--threshold 0.297 --timeout 120',
+}
+
+
+# SITE.checked: this site's references.yaml and compliance.yaml are validated when ReFrame
+# loads this file (cobalt_bench.reframe.site).
+site_configuration = SITE.checked({
     'systems': [
         {
             'name': SITE.name,
@@ -81,7 +97,8 @@ site_configuration = {
             'prefix': SITE.prefix,
             'partitions': [
                 _partition('x86', 'Slurm partition x86 (nodes n1, n2)', features=['mpi']),
-                _partition('arm', 'Slurm partition arm (stands in for an ARM partition)'),
+                _partition('arm', 'Slurm partition arm (node a1: aarch64 under qemu-user)',
+                           processor=ARM_PROCESSOR, extras=ARM_EXTRAS),
             ],
         },
     ],
@@ -89,4 +106,4 @@ site_configuration = {
     'general': SITE.general(use_login_shell=True),
     'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
-}
+})

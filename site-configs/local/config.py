@@ -14,7 +14,9 @@ from cobalt_bench.reframe.site import Site
 
 SITE = Site('local', __file__)
 
-site_configuration = {
+# SITE.checked: this site's references.yaml and compliance.yaml are validated when ReFrame
+# loads this file (cobalt_bench.reframe.site).
+site_configuration = SITE.checked({
     'systems': [
         {
             'name': SITE.name,
@@ -54,4 +56,4 @@ site_configuration = {
     'general': SITE.general(),
     'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
-}
+})

@@ -61,7 +61,9 @@ def _partition(name, descr, launcher, access, extras, prepare_cmds=()):
     }
 
 
-site_configuration = {
+# SITE.checked: this site's references.yaml and compliance.yaml are validated when ReFrame
+# loads this file (cobalt_bench.reframe.site).
+site_configuration = SITE.checked({
     'systems': [
         _system('sjtu-siyuan1', '思源一号 (x86)', [r'^sylogin'],
                 _partition('p64c512g', '思源一号 partition 64c512g', 'mpirun',
@@ -90,4 +92,4 @@ site_configuration = {
     'general': SITE.general(use_login_shell=True, resolve_module_conflicts=False),
     'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
-}
+})

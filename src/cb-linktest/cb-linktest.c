@@ -28,6 +28,8 @@ int main(int argc, char **argv)
     int rc = lt_start_mpi(&run, &argc, &argv, pre_rank);
     if (rc)
         return rc;
+    /* a signal from here stops the test at the next step; the results still come out */
+    cb_signals_install();
     lt_set_up(&run);
     if (run.rank == 0)
         lt_print_settings(&run);

@@ -199,7 +199,7 @@ void lt_record_error(lt_run *run, int a, int b, double bytes, const char *where)
         run->err_list[2 * run->nerr + 1] = b;
         run->nerr++;
     }
-    printf("BUFFER CHECK FAILED %s: pair %d <-> %d received %.0f wrong bytes\n", where, a, b, bytes);
+    fprintf(cb_human(), "BUFFER CHECK FAILED %s: pair %d <-> %d received %.0f wrong bytes\n", where, a, b, bytes);
 }
 
 /* Rank 0's running figures of one iteration. */
@@ -236,7 +236,7 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
         snprintf(where, sizeof where, "in step %ld", k + 1);
         lt_record_error(run, st->max_err.rank, lt_partner(s, st->max_err.rank, step), st->max_err.v, where);
         if (st->err_pairs > 1)
-            printf("  (and %.0f more pairs in that step)\n", st->err_pairs - 1);
+            fprintf(cb_human(), "  (and %.0f more pairs in that step)\n", st->err_pairs - 1);
     }
     if (cfg->quiet)
         return;
@@ -244,7 +244,7 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
     double el = (cb_now_ns() - p->t0) / 1e9;
     double eta = el / (double)(k + 1) * (double)(s->nsteps - k - 1);
     if (st->count > 0)
-        printf("Step %*ld/%ld: %3.0f pairs  min %s (%.3f Gbit/s)  avg %s  max %s (%.3f Gbit/s, %d<->%d)"
+        fprintf(cb_human(), "Step %*ld/%ld: %3.0f pairs  min %s (%.3f Gbit/s)  avg %s  max %s (%.3f Gbit/s, %d<->%d)"
                "  | so far: min %s max %s | %.2f s, ETA %.2f s\n",
                (int)snprintf(NULL, 0, "%ld", s->nsteps), k + 1, s->nsteps, st->count,
                lt_fmt_time(st->min_t.v, t1, sizeof t1), lt_gbits(cfg, st->min_t.v),
@@ -252,8 +252,8 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
                lt_gbits(cfg, st->max_t.v), st->max_t.rank, maxb, lt_fmt_time(p->min, t4, sizeof t4),
                lt_fmt_time(p->max, t5, sizeof t5), el, eta);
     else
-        printf("Step %ld/%ld: no pairs | %.2f s, ETA %.2f s\n", k + 1, s->nsteps, el, eta);
-    fflush(stdout);
+        fprintf(cb_human(), "Step %ld/%ld: no pairs | %.2f s, ETA %.2f s\n", k + 1, s->nsteps, el, eta);
+    fflush(cb_human());
 }
 
 /* One step: all its pairs at once (or one after another with --serial-tests),
@@ -291,25 +291,46 @@ static void print_iteration(const lt_run *run, long iteration, const progress *p
     const lt_config *cfg = run->cfg;
     char t1[32], t2[32], t3[32];
     double avg = p->count ? p->sum / p->count : NAN;
-    printf("Iteration %ld: %.0f pairs in %.2f s: min %s (%.3f Gbit/s, %d<->%d)  avg %s (%.3f Gbit/s)  "
+    fprintf(cb_human(), "Iteration %ld: %.0f pairs in %.2f s: min %s (%.3f Gbit/s, %d<->%d)  avg %s (%.3f Gbit/s)  "
            "max %s (%.3f Gbit/s, %d<->%d)\n",
            iteration, p->count, (cb_now_ns() - p->t0) / 1e9, lt_fmt_time(p->min, t1, sizeof t1),
            lt_gbits(cfg, p->min), p->min_a, p->min_b, lt_fmt_time(avg, t2, sizeof t2),
            p->count ? lt_gbits(cfg, avg) : 0, lt_fmt_time(p->max, t3, sizeof t3), lt_gbits(cfg, p->max),
            p->max_a, p->max_b);
-    fflush(stdout);
+    fflush(cb_human());
 }
 
-/* The parallel test, repeated for --min-iterations / --min-runtime. */
+int lt_stop_agreed(lt_run *run)
+{
+    /* mpirun (and srun) pass the signal to every rank, but not at the same instant: the
+     * ranks agree, so that all leave the schedule at the same step and no rank waits in an
+     * exchange with one that has gone */
+    int mine = cb_interrupted != 0, any = 0;
+    lt_mpi_check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    if (any)
+        run->interrupted = 1;
+    return any;
+}
+
+/* The parallel test, repeated for --min-iterations / --min-runtime; a signal stops it
+ * before the next step (the step under way, one exchange per pair, ends first). */
 void lt_run_iterations(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
     for (long iteration = 1;; iteration++) {
         progress p = {.t0 = cb_now_ns(), .min = INFINITY, .min_a = -1, .min_b = -1, .max_a = -1, .max_b = -1};
         if (run->rank == 0 && !cfg->quiet && (cfg->min_iterations > 1 || cfg->min_runtime > 0))
-            printf("Iteration %ld\n", iteration);
-        for (long k = 0; k < run->sched.nsteps; k++)
+            fprintf(cb_human(), "Iteration %ld\n", iteration);
+        for (long k = 0; k < run->sched.nsteps; k++) {
+            if (lt_stop_agreed(run)) {
+                run->iterations = iteration;
+                if (run->rank == 0)
+                    fprintf(cb_human(), "Interrupted in iteration %ld before step %ld of %ld\n", iteration,
+                            k + 1, run->sched.nsteps);
+                return;
+            }
             run_step(run, k, iteration, &p);
+        }
         if (run->rank == 0)
             print_iteration(run, iteration, &p);
         int more = iteration < cfg->min_iterations || (cb_now_ns() - run->t0_ns) / 1e9 < cfg->min_runtime;

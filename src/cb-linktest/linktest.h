@@ -87,6 +87,9 @@ typedef struct lt_run {
     lt_slow *slow;           /* [slow_k] on every rank, slowest first */
     int nslow, nretest;
     double *retest;          /* [slow_k] rank 0: each retested pair's time alone */
+    /* a signal (cb_interrupted) on any rank stopped the test; every rank agrees on it at
+     * the start of each step and of each retest (lt_stop_agreed) */
+    int interrupted;
     /* emit */
     int write_failed;
 } lt_run;
@@ -107,6 +110,8 @@ void lt_tear_down(lt_run *run);
 void lt_mpi_check(int rc, const char *what);
 
 /* exchange.c */
+/* Collective: whether any rank has had SIGINT, SIGTERM or SIGHUP; sets run->interrupted. */
+int lt_stop_agreed(lt_run *run);
 typedef struct { double t, errors; } lt_pair_result;
 lt_pair_result lt_pair_exchange(lt_run *run, int peer, long tag);
 void lt_run_iterations(lt_run *run);

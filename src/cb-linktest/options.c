@@ -23,13 +23,10 @@ static void parse_mode(const char *opt, const char *arg, void *dest)
  * duration with its unit (500us, 2ms, 0.1s). */
 static void parse_usec(const char *opt, const char *arg, void *dest)
 {
-    char *end;
-    double us = NAN, s;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (end != arg && errno != ERANGE && (*end == '\0' || strcmp(end, "us") == 0))
+    double us = NAN, s, v;
+    if (cb_parse_f64(arg, &v) == 0) /* the one strict parser: no nan, inf or hex */
         us = v;
-    else if (cb_parse_duration(arg, &s) == 0)
+    else if (cb_parse_duration(arg, &s) == 0) /* 500us, 2ms, 0.1s */
         us = s * 1e6;
     if (!isfinite(us))
         cb_usage_error("invalid value '%s' for %s: expected microseconds per message like 67109, "
@@ -138,14 +135,24 @@ static const cb_cmd cmd = {
             "rank min(I,J) sends to the other by USEC us (a slow link); CB_LINKTEST_CORRUPT=R\n"
             "flips one byte of rank R's first payload (a corrupted transfer, for --check-buffers).\n"
             "\n"
+            "SIGINT, SIGTERM or SIGHUP (mpirun and srun pass them to every rank) stops the\n"
+            "test before the next step, skips the retest, and writes what was measured: the\n"
+            "results file, the JSON document (\"interrupted\": true) and the results block.\n"
+            "\n"
             "Exit status: 0 ran and met the judging options, 1 did not (or a payload\n"
             "failed verification, or a pair was not tested), 2 usage error (also an odd\n"
-            "number of ranks), 3 could not run (MPI, memory, results file).\n",
+            "number of ranks; --json with --plan), 3 could not run (MPI, memory, results\n"
+            "file), 128 + the signal's number when interrupted (130 SIGINT, 143 SIGTERM).\n",
     .opts = opts,
 };
 
 static void check_plan(const lt_config *c)
 {
+    /* --plan measures nothing: it prints the schedule's summary, and there is no result
+     * document to write; accepting --json and writing nothing misled (issue 14) */
+    if (c->json_path)
+        cb_usage_error("--json goes with a measurement; --plan N only prints the schedule's summary "
+                       "(no JSON document)");
     if (c->plan_n % 2)
         cb_usage_error("--plan %ld: the number of ranks must be even", c->plan_n);
     if (c->plan_n > 2147483647L / 2)

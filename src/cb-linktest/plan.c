@@ -23,7 +23,7 @@ static void print_pairs_per_step(const lt_config *cfg, const lt_sched *s)
         pmax = p > pmax ? p : pmax;
         psum += (double)p;
     }
-    printf("Pairs per step:   min %ld, avg %.1f, max %ld (of %d possible)%s\n", pmin < 0 ? 0 : pmin,
+    fprintf(cb_human(), "Pairs per step:   min %ld, avg %.1f, max %ld (of %d possible)%s\n", pmin < 0 ? 0 : pmin,
            nsamp ? psum / (double)nsamp : 0, pmax, n / 2,
            all_steps || nsamp == s->nsteps ? "" : " [sampled steps]");
 }
@@ -31,31 +31,31 @@ static void print_pairs_per_step(const lt_config *cfg, const lt_sched *s)
 static void print_plan(const lt_config *cfg, const lt_sched *s)
 {
     int n = s->nranks;
-    printf("cb-linktest plan: %d ranks", n);
+    fprintf(cb_human(), "cb-linktest plan: %d ranks", n);
     if (cfg->group_host)
-        printf(" on %d host%s (block distribution), pairs on different hosts only", s->ngroups,
+        fprintf(cb_human(), " on %d host%s (block distribution), pairs on different hosts only", s->ngroups,
                s->ngroups == 1 ? "" : "s");
-    printf(", %s\n", cfg->bisection ? "bisection: the first half of the ranks against the second"
+    fprintf(cb_human(), ", %s\n", cfg->bisection ? "bisection: the first half of the ranks against the second"
                                     : "all pairs");
     if (cfg->group_host)
-        printf("Groups:           %d, at most %d rank%s each; %d rounds of %d steps\n", s->ngroups,
+        fprintf(cb_human(), "Groups:           %d, at most %d rank%s each; %d rounds of %d steps\n", s->ngroups,
                s->gsize, s->gsize == 1 ? "" : "s", s->rounds, s->gsize);
-    printf("Steps:            %ld%s\n", s->nsteps, cfg->randomize ? " (in randomized order)" : "");
+    fprintf(cb_human(), "Steps:            %ld%s\n", s->nsteps, cfg->randomize ? " (in randomized order)" : "");
     print_pairs_per_step(cfg, s);
-    printf("Pairs to test:    %lld\n", lt_expected_pairs(s));
+    fprintf(cb_human(), "Pairs to test:    %lld\n", lt_expected_pairs(s));
     double sched_kib = (sizeof(int) * (3.0 * n + s->ngroups + 1) + sizeof(long) * (double)s->nsteps) / 1024;
-    printf("Memory per rank:  schedule %.1f KiB, matrix row %.1f KiB (O(N); rank 0 streams the matrix)\n",
+    fprintf(cb_human(), "Memory per rank:  schedule %.1f KiB, matrix row %.1f KiB (O(N); rank 0 streams the matrix)\n",
            sched_kib, n * sizeof(double) / 1024.0);
     if (!cfg->plan_print)
         return;
     for (long k = 0; k < s->nsteps; k++) {
-        printf("step %ld:", k + 1);
+        fprintf(cb_human(), "step %ld:", k + 1);
         for (int r = 0; r < n; r++) {
             int q = lt_partner(s, r, s->order[k]);
             if (q > r)
-                printf(" %d-%d", r, q);
+                fprintf(cb_human(), " %d-%d", r, q);
         }
-        printf("\n");
+        fputc('\n', cb_human());
     }
 }
 
@@ -75,8 +75,8 @@ static int check_plan(const lt_config *cfg, const lt_sched *s, double build_s)
               "permutation of all the ranks each should meet, and every pairing is mutual";
     }
     double check_s = (cb_now_ns() - t0) / 1e9;
-    printf("Check:            %s (built in %.3f s, checked in %.3f s)\n", how, build_s, check_s);
-    printf("Coverage:         %s%s\n", bad ? "FAILED: " : "OK", bad ? why : "");
+    fprintf(cb_human(), "Check:            %s (built in %.3f s, checked in %.3f s)\n", how, build_s, check_s);
+    fprintf(cb_human(), "Coverage:         %s%s\n", bad ? "FAILED: " : "OK", bad ? why : "");
     return bad;
 }
 

@@ -60,31 +60,31 @@ void lt_print_settings(const lt_run *run)
     const lt_config *cfg = run->cfg;
     char host[256];
     cb_hostname(host, sizeof host);
-    printf("cb-linktest (cobalt-bench) %s on %s, started %s\n", CB_VERSION, host, run->started);
-    printf("-------------------- cb-linktest settings --------------------\n");
-    printf("Ranks:                 %d on %d host%s\n", run->size, run->nhosts, run->nhosts == 1 ? "" : "s");
-    printf("Message size:          %zu B\n", cfg->size);
-    printf("Messages:              %ld timed, %ld warm-up, per pair and step\n", cfg->nmsg, cfg->warmup);
-    printf("Communication pattern: %s\n", pattern_descr[cfg->pattern]);
-    printf("Pairs:                 %s%s, %lld in all\n",
+    fprintf(cb_human(), "cb-linktest (cobalt-bench) %s on %s, started %s\n", CB_VERSION, host, run->started);
+    fprintf(cb_human(), "-------------------- cb-linktest settings --------------------\n");
+    fprintf(cb_human(), "Ranks:                 %d on %d host%s\n", run->size, run->nhosts, run->nhosts == 1 ? "" : "s");
+    fprintf(cb_human(), "Message size:          %zu B\n", cfg->size);
+    fprintf(cb_human(), "Messages:              %ld timed, %ld warm-up, per pair and step\n", cfg->nmsg, cfg->warmup);
+    fprintf(cb_human(), "Communication pattern: %s\n", pattern_descr[cfg->pattern]);
+    fprintf(cb_human(), "Pairs:                 %s%s, %lld in all\n",
            cfg->bisection ? "bisection (first half of the ranks against the second)" : "all pairs",
            cfg->group_host ? ", on different hosts only" : "", run->expected);
-    printf("Steps:                 %ld%s%s\n", run->sched.nsteps, cfg->randomize ? ", randomized order" : "",
+    fprintf(cb_human(), "Steps:                 %ld%s%s\n", run->sched.nsteps, cfg->randomize ? ", randomized order" : "",
            cfg->serial ? ", pairs of a step one at a time (--serial-tests)" : "");
-    printf("Check buffers:         %s\n", cfg->check_buffers ? "yes" : "no");
-    printf("Buffers:               %s\n", cfg->small_pages || cfg->size < (2 << 20) ? "4 KiB pages"
+    fprintf(cb_human(), "Check buffers:         %s\n", cfg->check_buffers ? "yes" : "no");
+    fprintf(cb_human(), "Buffers:               %s\n", cfg->small_pages || cfg->size < (2 << 20) ? "4 KiB pages"
                                         : "transparent huge pages where the kernel gives them");
-    printf("Serial retest:         %ld slowest pairs\n", cfg->num_slowest);
+    fprintf(cb_human(), "Serial retest:         %ld slowest pairs\n", cfg->num_slowest);
     if (cfg->min_iterations > 1 || cfg->min_runtime > 0)
-        printf("Repeat:                at least %ld iterations and %.1f s\n", cfg->min_iterations, cfg->min_runtime);
-    printf("Results file:          %s\n", cfg->no_output ? "none (--no-output)" : cfg->output);
+        fprintf(cb_human(), "Repeat:                at least %ld iterations and %.1f s\n", cfg->min_iterations, cfg->min_runtime);
+    fprintf(cb_human(), "Results file:          %s\n", cfg->no_output ? "none (--no-output)" : cfg->output);
     if (run->delay_a >= 0)
-        printf("TESTING: CB_LINKTEST_DELAY slows pair %d <-> %d by %.1f us per message\n",
+        fprintf(cb_human(), "TESTING: CB_LINKTEST_DELAY slows pair %d <-> %d by %.1f us per message\n",
                run->delay_a, run->delay_b, run->delay_us);
     if (run->corrupt_rank >= 0)
-        printf("TESTING: CB_LINKTEST_CORRUPT corrupts one payload of rank %d\n", run->corrupt_rank);
-    printf("--------------------------------------------------------------\n");
-    fflush(stdout);
+        fprintf(cb_human(), "TESTING: CB_LINKTEST_CORRUPT corrupts one payload of rank %d\n", run->corrupt_rank);
+    fprintf(cb_human(), "--------------------------------------------------------------\n");
+    fflush(cb_human());
 }
 
 /* ---- diagnose ------------------------------------------------------------------ */
@@ -116,7 +116,7 @@ static lt_verdict diagnose(const lt_run *run)
     }
     v.min_bw = lt_gbits(cfg, v.eff_t);
     v.all_tested = (long long)run->sum.npairs == run->expected;
-    v.passed = run->err_bytes == 0 && v.all_tested && v.eff_t > 0 &&
+    v.passed = !run->interrupted && run->err_bytes == 0 && v.all_tested && v.eff_t > 0 &&
                (cfg->min_bw_gbits <= 0 || v.min_bw >= cfg->min_bw_gbits) &&
                (cfg->max_time_us <= 0 || v.eff_t * 1e6 <= cfg->max_time_us);
     return v;
@@ -128,19 +128,19 @@ static void print_summary(const lt_run *run, const lt_verdict *v)
     const lt_summary *s = &run->sum;
     char t1[32], t2[32], t3[32];
     int max_a = run->nslow ? (int)run->slow[0].a : -1, max_b = run->nslow ? (int)run->slow[0].b : -1;
-    printf("Summary: %.0f of %lld pairs tested, %ld iteration%s, %.2f s\n", s->npairs, run->expected,
+    fprintf(cb_human(), "Summary: %.0f of %lld pairs tested, %ld iteration%s, %.2f s\n", s->npairs, run->expected,
            run->iterations, run->iterations == 1 ? "" : "s", run->duration);
-    printf("  parallel test: min %s (%.3f Gbit/s)  avg %s (avg %.3f Gbit/s)  max %s (%.3f Gbit/s, %d <-> %d)\n",
+    fprintf(cb_human(), "  parallel test: min %s (%.3f Gbit/s)  avg %s (avg %.3f Gbit/s)  max %s (%.3f Gbit/s, %d <-> %d)\n",
            lt_fmt_time(s->min_t, t1, sizeof t1), lt_gbits(cfg, s->min_t), lt_fmt_time(s->avg_t, t2, sizeof t2),
            s->avg_bw, lt_fmt_time(s->max_t, t3, sizeof t3), lt_gbits(cfg, s->max_t), max_a, max_b);
-    printf("  slowest pair after the retest: %d <-> %d, %s (%.3f Gbit/s)%s\n", v->eff_a, v->eff_b,
+    fprintf(cb_human(), "  slowest pair after the retest: %d <-> %d, %s (%.3f Gbit/s)%s\n", v->eff_a, v->eff_b,
            lt_fmt_time(v->eff_t, t1, sizeof t1), v->min_bw, v->eff_retested ? ", retested alone" : ", not retested");
     if (!v->all_tested)
-        printf("NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->expected);
+        fprintf(cb_human(), "NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->expected);
     if (cfg->check_buffers)
-        printf("Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->err_bytes, run->err_pairs);
+        fprintf(cb_human(), "Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->err_bytes, run->err_pairs);
     if (!cfg->no_output && !run->write_failed)
-        printf("Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->size,
+        fprintf(cb_human(), "Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->size,
                run->size, cfg->output);
 }
 
@@ -210,7 +210,8 @@ static int write_json(const lt_run *run, const lt_verdict *v)
     const lt_config *cfg = run->cfg;
     cb_envelope env = {.test = "cb-linktest", .test_version = LT_TEST_VERSION, .started = run->started,
                        .duration_s = run->duration,
-                       .threshold = cfg->min_bw_gbits > 0 ? cfg->min_bw_gbits : NAN, .passed = v->passed};
+                       .threshold = cfg->min_bw_gbits > 0 ? cfg->min_bw_gbits : NAN, .passed = v->passed,
+                       .interrupted = run->interrupted};
     cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_slowest_pairs};
     doc_ctx ctx = {run, v};
     return cb_doc_write(cfg->json_path, &env, &parts, &ctx);
@@ -220,26 +221,35 @@ static void results_block(const lt_run *run, const lt_verdict *v)
 {
     const lt_config *cfg = run->cfg;
     char t1[32];
-    cb_results_begin(stdout, LT_TEST_VERSION);
+    cb_results_begin(cb_human(), LT_TEST_VERSION);
+    if (run->interrupted) {
+        char what[128];
+        snprintf(what, sizeof what, "after %.2f s; %.0f of %lld pairs tested", run->duration,
+                 run->sum.npairs, run->expected);
+        if (cb_interrupted)
+            cb_results_interrupted(cb_human(), what);
+        else /* the signal reached another rank first (they agree at each step) */
+            cb_results_line(cb_human(), "Interrupted", "a signal to another rank -- %s", what);
+    }
     if (cfg->min_bw_gbits > 0) {
-        cb_results_line(stdout, "Desired speed", "%.2f Gbit/s (every pair)", cfg->min_bw_gbits);
-        cb_results_line(stdout, "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d, %.2f%% of desired)",
+        cb_results_line(cb_human(), "Desired speed", "%.2f Gbit/s (every pair)", cfg->min_bw_gbits);
+        cb_results_line(cb_human(), "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d, %.2f%% of desired)",
                         v->min_bw, v->eff_a, v->eff_b, 100.0 * v->min_bw / cfg->min_bw_gbits);
     } else {
-        cb_results_line(stdout, "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d)", v->min_bw,
+        cb_results_line(cb_human(), "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d)", v->min_bw,
                         v->eff_a, v->eff_b);
     }
-    cb_results_line(stdout, "Average speed", "%.2f Gbit/s per pair", run->sum.avg_bw);
-    cb_results_line(stdout, "Slowest time", "%s per message", lt_fmt_time(v->eff_t, t1, sizeof t1));
+    cb_results_line(cb_human(), "Average speed", "%.2f Gbit/s per pair", run->sum.avg_bw);
+    cb_results_line(cb_human(), "Slowest time", "%s per message", lt_fmt_time(v->eff_t, t1, sizeof t1));
     if (cfg->max_time_us > 0)
-        cb_results_line(stdout, "Time limit", "%.2f us per message", cfg->max_time_us);
-    cb_results_line(stdout, "Pairs tested", "%.0f of %lld", run->sum.npairs, run->expected);
+        cb_results_line(cb_human(), "Time limit", "%.2f us per message", cfg->max_time_us);
+    cb_results_line(cb_human(), "Pairs tested", "%.0f of %lld", run->sum.npairs, run->expected);
     if (cfg->check_buffers)
-        cb_results_line(stdout, "Buffer errors", "%.0f pairs (%.0f wrong bytes)", run->err_pairs, run->err_bytes);
+        cb_results_line(cb_human(), "Buffer errors", "%.0f pairs (%.0f wrong bytes)", run->err_pairs, run->err_bytes);
     else
-        cb_results_line(stdout, "Buffer errors", "not checked (--check-buffers)");
-    cb_results_line(stdout, "Verdict", "%s", v->passed ? "PASSED" : "FAILED");
-    fflush(stdout);
+        cb_results_line(cb_human(), "Buffer errors", "not checked (--check-buffers)");
+    cb_results_line(cb_human(), "Verdict", "%s", v->passed ? "PASSED" : "FAILED");
+    fflush(cb_human());
 }
 
 /* Rank 0: the verdict, the summary, the JSON document, the results block.
@@ -247,10 +257,14 @@ static void results_block(const lt_run *run, const lt_verdict *v)
 int lt_report(lt_run *run)
 {
     lt_verdict v = diagnose(run);
-    print_summary(run, &v);
+    /* the document before the human output: on a signal, mpirun stops forwarding the ranks'
+     * output while it waits to kill them, and a full pipe would then block rank 0 */
     if (run->cfg->json_path && write_json(run, &v) != 0)
         run->write_failed = 1;
+    print_summary(run, &v);
     results_block(run, &v);
+    if (run->interrupted) /* 128 + the signal, as a shell reports a death by it */
+        return cb_interrupted ? cb_exit_interrupted() : 128 + SIGTERM;
     if (run->write_failed)
         return CB_EXIT_CANNOT_RUN;
     return v.passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;

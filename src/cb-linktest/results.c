@@ -75,6 +75,7 @@ static void write_meta(const lt_run *run, lt_npz *z)
     cbj_str(&m, "test_version", LT_TEST_VERSION);
     cbj_str(&m, "started", run->started);
     cbj_num(&m, "duration_s", run->duration);
+    cbj_bool(&m, "interrupted", run->interrupted); /* a signal stopped it: NaN = not reached */
     cbj_int(&m, "ranks", run->size);
     cbj_int(&m, "hosts", run->nhosts);
     cbj_int(&m, "steps", run->sched.nsteps);

@@ -97,9 +97,13 @@ static void retest_slowest(lt_run *run)
     const lt_slow *slow = run->slow;
     char t1[32], t2[32];
     if (run->rank == 0 && run->nretest)
-        printf("Serial retest of the %d slowest pair%s (first: parallel test, retest: alone):\n",
+        fprintf(cb_human(), "Serial retest of the %d slowest pair%s (first: parallel test, retest: alone):\n",
                run->nretest, run->nretest == 1 ? "" : "s");
     for (int k = 0; k < run->nretest; k++) {
+        if (lt_stop_agreed(run)) { /* the pairs not retested count with their parallel time */
+            run->nretest = k;
+            break;
+        }
         int a = (int)slow[k].a, b = (int)slow[k].b;
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         lt_pair_result r = {-1, 0};
@@ -115,11 +119,11 @@ static void retest_slowest(lt_run *run)
             run->err_pairs++;
             lt_record_error(run, a, b, o[1], "in the retest");
         }
-        printf("%3d: %d <-> %d (%s <-> %s): 1st %s (%.3f Gbit/s)  retest %s (%.3f Gbit/s)  retest/1st %.2f\n",
+        fprintf(cb_human(), "%3d: %d <-> %d (%s <-> %s): 1st %s (%.3f Gbit/s)  retest %s (%.3f Gbit/s)  retest/1st %.2f\n",
                k + 1, a, b, run->hosts + (size_t)a * LT_HOST_LEN, run->hosts + (size_t)b * LT_HOST_LEN,
                lt_fmt_time(slow[k].t, t1, sizeof t1), lt_gbits(cfg, slow[k].t),
                lt_fmt_time(o[0], t2, sizeof t2), lt_gbits(cfg, o[0]), o[0] / slow[k].t);
-        fflush(stdout);
+        fflush(cb_human());
     }
 }
 
@@ -134,6 +138,8 @@ void lt_collect(lt_run *run)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     summarize(run);
     run->nretest = run->nslow < num_slowest ? run->nslow : (int)num_slowest;
+    if (run->interrupted) /* interrupted in the parallel test: no retest */
+        run->nretest = 0;
     retest_slowest(run);
     run->duration = (cb_now_ns() - run->t0_ns) / 1e9;
 }

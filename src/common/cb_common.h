@@ -25,9 +25,23 @@ void cb_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3),
 void cb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cb_print_version(const char *test_version);
 
+/* ---- numbers: the one strict parser of every kernel (cb_opts.c) -------- */
+/* Each takes the whole string or nothing: 0, or -1 (no exit) when s is empty, has a
+ * space, a sign where none belongs, trailing characters, or a value that does not fit.
+ * Nothing wraps: "-1" is not an unsigned number and 18446744073709551616 does not fit in
+ * 64 bits. The caller checks the range and names the option in its message. */
+int cb_parse_u64(const char *s, int base, uint64_t *out); /* digits; base 0: also 0x hex */
+int cb_parse_i64(const char *s, int64_t *out);            /* decimal, optional '-' */
+int cb_parse_f64(const char *s, double *out);             /* finite decimal; no nan, inf, hex */
+/* The items of a list like "a,b,c" (any char of seps separates), one per call: copies the
+ * next item to item[len] and returns 1; 0 after the last; -1 for an empty item
+ * ("", "a,", ",a", "a,,b") or one longer than len - 1. Start with *cursor = the list. */
+int cb_list_next(const char **cursor, const char *seps, char *item, size_t len);
+
 /* ---- option values: on bad input they exit 2 naming the option -------- */
 double cb_opt_double(const char *opt, const char *arg, double min, double max);
 long cb_opt_long(const char *opt, const char *arg, long min, long max);
+uint64_t cb_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max); /* base 0 */
 /* A list like "0-3,8,10-11" of non-negative integers into out[] (sorted, unique);
  * returns the count; exits 2 on syntax errors or more than max entries. */
 int cb_opt_intlist(const char *opt, const char *arg, int *out, int max);
@@ -62,6 +76,11 @@ void cb_iso8601_now(char *buf, size_t len); /* wall clock, UTC, for "started" */
 void cb_results_begin(FILE *f, const char *test_version);
 void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* After cb_results_begin() of a run that a signal stopped (cb_interrupted): the line
+ * "Interrupted:     SIGINT" (the signal's name), then " -- " and `what` when given
+ * ("after 2.31 s of 10.00 s; the figures cover that time"). Prints nothing when not
+ * interrupted. */
+void cb_results_interrupted(FILE *f, const char *what);
 
 /* ---- JSON document ------------------------------------------------------ */
 typedef struct cb_json {

@@ -31,6 +31,17 @@ void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
     fputc('\n', f);
 }
 
+void cb_results_interrupted(FILE *f, const char *what)
+{
+    const char *sig = cb_interrupted_name();
+    if (!sig)
+        return;
+    if (what && *what)
+        cb_results_line(f, "Interrupted", "%s -- %s", sig, what);
+    else
+        cb_results_line(f, "Interrupted", "%s", sig);
+}
+
 /* ---- JSON builder -------------------------------------------------------- */
 void cbj_init(cb_json *j)
 {

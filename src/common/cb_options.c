@@ -61,12 +61,21 @@ int cb_parse_duration(const char *s, double *seconds)
 {
     static const struct { const char *suffix; double scale; } units[] = {
         {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}};
-    char *end;
+    /* the number through the one strict parser (strtod alone takes "0x10" as 16, and
+     * "nan"), then the unit: the letters at the end (no unit has an 'e', the exponent's) */
+    char num[64];
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] | 0x20) >= 'a' && (s[n - 1] | 0x20) <= 'z' && (s[n - 1] | 0x20) != 'e')
+        n--;
     if ((*s < '0' || *s > '9') && *s != '.')
         return -1;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno == ERANGE || !isfinite(v) || v < 0)
+    if (n == 0 || n >= sizeof num)
+        return -1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    double v;
+    const char *end = s + n;
+    if (cb_parse_f64(num, &v) != 0 || v < 0)
         return -1;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (strcmp(end, units[i].suffix) == 0) {
@@ -183,15 +192,13 @@ static void set_value(const cb_opt *o, const char *opt, const char *arg, void *c
         return;
     }
     case CB_OPT_U64: {
-        char *end;
-        errno = 0;
-        if (*arg < '0' || *arg > '9')
-            cb_usage_error("invalid value '%s' for %s: not a non-negative integer", arg, opt);
-        unsigned long long v = strtoull(arg, &end, 0);
-        if (*end != '\0' || errno == ERANGE)
-            cb_usage_error("invalid value '%s' for %s: not a non-negative integer", arg, opt);
-        check_range(o, opt, arg, (double)v);
-        *(uint64_t *)dest = v;
+        /* the range in integers: a double near 2^63 or 2^64 would let a value slip past */
+        uint64_t lo = 0, hi = UINT64_MAX;
+        if (has_range(o)) {
+            lo = o->min > 0 ? (uint64_t)o->min : 0;
+            hi = o->max >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)o->max;
+        }
+        *(uint64_t *)dest = cb_opt_u64(opt, arg, lo, hi);
         return;
     }
     }
@@ -387,6 +394,7 @@ int cb_doc_write(const char *path, const cb_envelope *env, const cb_doc_parts *p
     cbj_init(&j);
     cbj_doc_begin(&j, env->test, env->test_version, env->started);
     cbj_num(&j, "duration_s", env->duration_s);
+    cbj_bool(&j, "interrupted", env->interrupted);
     cbj_obj_begin(&j, "config");
     if (parts->config)
         parts->config(&j, ctx);

@@ -100,7 +100,7 @@ int cb_parse_duration(const char *s, double *seconds);
 
 /* ---- the contract's JSON document --------------------------------------- */
 /* What every kernel's document carries around its own parts (docs/kernel-contract.md):
- * test, version, test_version, host, started, duration_s, config{}, metrics{},
+ * test, version, test_version, host, started, duration_s, interrupted, config{}, metrics{},
  * [the kernel's own top-level keys], compliance{threshold, [...], passed}. */
 typedef struct cb_envelope {
     const char *test;
@@ -109,6 +109,7 @@ typedef struct cb_envelope {
     double duration_s;
     double threshold;     /* NAN when the kernel has no single threshold */
     int passed;
+    int interrupted;      /* stopped early by a signal (cb_interrupted): "interrupted": true */
 } cb_envelope;
 
 typedef void (*cb_doc_part)(cb_json *j, const void *ctx);

@@ -46,12 +46,99 @@ void cb_print_version(const char *test_version)
     printf("%s (cobalt-bench) %s\nTest version %s\n", cb_prog, CB_VERSION, test_version);
 }
 
+/* ---- the strict number parser ------------------------------------------------ */
+/* strtoull and strtol skip spaces and take a sign ("-1" becomes 2^64 - 1) and strtod
+ * takes "nan", "inf" and hexadecimal: each value here is checked character by
+ * character first, so that these never get through. */
+int cb_parse_u64(const char *s, int base, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    int hex = base == 0 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    const char *p = hex ? s + 2 : s;
+    if (!*p)
+        return -1;
+    for (const char *c = p; *c; c++)
+        if (!(hex ? (*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'f')
+                  : *c >= '0' && *c <= '9'))
+            return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(p, &end, hex ? 16 : 10);
+    if (errno == ERANGE || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cb_parse_i64(const char *s, int64_t *out)
+{
+    if (!s)
+        return -1;
+    const char *p = *s == '-' ? s + 1 : s;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (const char *c = p; *c; c++)
+        if (*c < '0' || *c > '9')
+            return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cb_parse_f64(const char *s, double *out)
+{
+    if (!s)
+        return -1;
+    /* a decimal number: sign, digits, point, exponent; nothing else */
+    const char *p = s;
+    if (*p == '-' || *p == '+')
+        p++;
+    if (!((*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9')))
+        return -1;
+    for (const char *c = p; *c; c++)
+        if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '-' ||
+              *c == '+'))
+            return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    /* ERANGE: overflow, or an underflow that would silently read as 0 */
+    if (end == s || *end || errno == ERANGE || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cb_list_next(const char **cursor, const char *seps, char *item, size_t len)
+{
+    const char *p = *cursor;
+    if (!p)
+        return 0;
+    size_t n = strcspn(p, seps);
+    if (n == 0 || n >= len)
+        return -1;
+    memcpy(item, p, n);
+    item[n] = '\0';
+    /* after a separator another item must follow: "a," ends in an empty one */
+    *cursor = p[n] ? p + n + 1 : NULL;
+    return 1;
+}
+
+/* ---- option values ------------------------------------------------------------- */
+static int all_digits(const char *s)
+{
+    return *s && strspn(s, "0123456789") == strlen(s);
+}
+
 double cb_opt_double(const char *opt, const char *arg, double min, double max)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (end == arg || *end != '\0' || errno == ERANGE || !isfinite(v))
+    double v;
+    if (cb_parse_f64(arg, &v) != 0)
         cb_usage_error("invalid value '%s' for %s: not a number", arg, opt);
     if (v < min || v > max)
         cb_usage_error("invalid value '%s' for %s: must be between %g and %g", arg, opt, min, max);
@@ -60,13 +147,24 @@ double cb_opt_double(const char *opt, const char *arg, double min, double max)
 
 long cb_opt_long(const char *opt, const char *arg, long min, long max)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(arg, &end, 10);
-    if (end == arg || *end != '\0' || errno == ERANGE)
+    int64_t v;
+    int ok = cb_parse_i64(arg, &v) == 0;
+    if (!ok && !all_digits(arg[0] == '-' ? arg + 1 : arg)) /* else: too large for 64 bits */
         cb_usage_error("invalid value '%s' for %s: not an integer", arg, opt);
-    if (v < min || v > max)
+    if (!ok || v < min || v > max)
         cb_usage_error("invalid value '%s' for %s: must be between %ld and %ld", arg, opt, min, max);
+    return (long)v;
+}
+
+uint64_t cb_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    int ok = cb_parse_u64(arg, 0, &v) == 0;
+    if (!ok && !all_digits(arg)) /* else: too large for 64 bits */
+        cb_usage_error("invalid value '%s' for %s: not a non-negative integer", arg, opt);
+    if (!ok || v < min || v > max)
+        cb_usage_error("invalid value '%s' for %s: must be between %llu and %llu", arg, opt,
+                       (unsigned long long)min, (unsigned long long)max);
     return v;
 }
 
@@ -76,40 +174,44 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+#define INTLIST_VALUE_MAX 1000000
+
+/* One number of a list, 0..INTLIST_VALUE_MAX. */
+static int list_number(const char *s, long *out)
+{
+    uint64_t v;
+    if (cb_parse_u64(s, 10, &v) != 0 || v > INTLIST_VALUE_MAX)
+        return -1;
+    *out = (long)v;
+    return 0;
+}
+
 int cb_parse_intlist(const char *s, int *out, int max)
 {
     int n = 0;
-    const char *p = s;
-    if (*p == '\0')
-        return -1;
-    while (*p) {
-        char *end;
-        if (*p < '0' || *p > '9')
+    char item[64];
+    const char *cursor = s;
+    int r;
+    while ((r = cb_list_next(&cursor, ",", item, sizeof item)) == 1) {
+        long a, b;
+        char *dash = strchr(item, '-');
+        if (dash)
+            *dash = '\0';
+        if (list_number(item, &a) != 0)
             return -1;
-        long a = strtol(p, &end, 10), b = a;
-        p = end;
-        if (*p == '-') {
-            p++;
-            if (*p < '0' || *p > '9')
-                return -1;
-            b = strtol(p, &end, 10);
-            p = end;
-        }
-        if (a > b || b > 1000000)
+        b = a;
+        if (dash && list_number(dash + 1, &b) != 0)
+            return -1;
+        if (a > b)
             return -1;
         for (long v = a; v <= b; v++) {
             if (n >= max)
                 return -1;
             out[n++] = (int)v;
         }
-        if (*p == ',') {
-            p++;
-            if (*p == '\0')
-                return -1;
-        } else if (*p != '\0') {
-            return -1;
-        }
     }
+    if (r < 0)
+        return -1;
     qsort(out, (size_t)n, sizeof *out, cmp_int);
     int u = 0;
     for (int i = 0; i < n; i++)

@@ -5,9 +5,12 @@
  * with a large receive buffer; receiver threads own the sockets round-robin and drain
  * them with recvmmsg() in batches. Every datagram is classified (eth_proto.h): not
  * eth-test's format (malformed), another session (foreign), a stream on the wrong port
- * (misdirected), a damaged payload (corrupt), or a data packet: new, reordered or
- * duplicated by its packet number. Loss is counted against the number of packets the
- * sender says it sent (its end-of-stream records), never guessed. */
+ * (misdirected), a damaged payload (corrupt), rejected (a number or a record no sender
+ * of the stream could send), or a data packet: new, reordered or duplicated by its
+ * packet number. The session is taken only on consistent evidence (several datagrams of
+ * it, et_lock), so that one stray datagram cannot take over or end the run. Loss is
+ * counted against the number of packets the sender says it sent (its end-of-stream
+ * records, confirmed by a second copy), never guessed. */
 #define _GNU_SOURCE /* sendmmsg, recvmmsg, CPU_SET, pthread_setaffinity_np */
 #include "../common/cb_common.h"
 #include "../common/cb_options.h"
@@ -119,7 +122,14 @@ static const cb_cmd cmd = {
             "\n"
             "Exit status: 0 compliant, 1 not compliant (or incomplete: the sender stopped\n"
             "without its end records, or sent damaged data), 2 usage error, 3 could not run\n"
-            "(no sender within --timeout, address not on this machine, port in use).\n",
+            "(no sender within --timeout, address not on this machine, port in use), 128+N\n"
+            "stopped by signal N (SIGINT, SIGTERM, SIGHUP): the figures so far, marked\n"
+            "interrupted.\n"
+            "\n"
+            "A stray or forged datagram changes no figure: the session is taken on several\n"
+            "datagrams of it, packet numbers beyond the sender's plan or far beyond what a\n"
+            "stream has seen are rejected, records count when a second copy confirms them;\n"
+            "what was rejected is reported by reason.\n",
     .opts = opts,
 };
 
@@ -135,7 +145,9 @@ typedef struct receiver {
     struct iovec *iov;
     unsigned char *bufs, *ctrl;
     /* classification counts (this thread's) */
-    uint64_t datagrams, malformed[ET_NPARSE], truncated, foreign, misdirected, inconsistent;
+    uint64_t datagrams, malformed[ET_NPARSE], truncated, foreign, misdirected;
+    uint64_t rejected[ET_NREJECT]; /* those found before a stream's accounting */
+    int alive;                   /* the batch had a datagram of the session */
     uint64_t first_ns, last_ns, bytes;  /* this machine's monotonic clock, at recvmmsg */
     /* The kernel's receive timestamps (CLOCK_REALTIME, ns) of the first and the last
      * packet counted, and the first one's size: the speed's time base. */
@@ -145,13 +157,14 @@ typedef struct receiver {
     char error[256];
 } receiver;
 
-enum outcome { RUNNING, DONE, IDLE, NO_SENDER, FAILED };
+enum outcome { RUNNING, DONE, IDLE, NO_SENDER, FAILED, INTERRUPTED };
 
 typedef struct totals {
     uint64_t session;
     int nstreams, counted, missing_streams, exact, passed;
-    uint64_t sent, received, lost, dups, reord, stale, corrupt, beyond, bytes, conflicts, send_ns, drops;
-    uint64_t datagrams, malformed, by_reason[ET_NPARSE], truncated, foreign, misdirected, inconsistent;
+    uint64_t sent, received, lost, dups, reord, stale, corrupt, beyond, bytes, send_ns, drops;
+    uint64_t datagrams, malformed, by_reason[ET_NPARSE], truncated, foreign, misdirected;
+    uint64_t rejected, rejected_by[ET_NREJECT];
     double rx_s, arrival_s, send_s, total_speed, sender_speed, loss_pct;
 } totals;
 
@@ -170,8 +183,11 @@ struct recv_run {
     _Atomic uint32_t *sock_drops;/* per socket: the kernel's drop count (SO_RXQ_OVFL) */
     receiver *rx;
     /* Shared between the receiver threads and the main thread. */
-    _Atomic uint64_t session;    /* 0 until the first data packet (or --session) */
+    _Atomic uint64_t session;    /* 0 until locked (published after session_nstreams) */
     _Atomic uint32_t session_nstreams;
+    /* Until the session is locked, the threads offer datagrams to one et_lock. */
+    pthread_mutex_t lock_mu;
+    et_lock lock;
     _Atomic int ended_streams, complete_streams, stop;
     _Atomic uint64_t last_packet_ns;
     /* The kernel's drop counters around the run, and how it ended. */
@@ -192,36 +208,78 @@ static void reset_msgs(receiver *r)
     }
 }
 
-/* The session and the stream count of header h: the first data packet picks the session
- * (a leftover end record of an earlier run must not). Returns 0 when h belongs to it. */
-static int check_session(receiver *r, const et_header *h, et_parse_result pr)
+/* A datagram of the locked session on its own stream's port (or one kept before the
+ * lock): into its stream's accounting. Returns the data bytes it counted as received. */
+static uint64_t account(receiver *r, int j, int kind, int corrupt, uint64_t seq, uint64_t aux,
+                        size_t len)
 {
     recv_run *run = r->run;
-    uint64_t s = atomic_load_explicit(&run->session, memory_order_acquire);
-    if (s == 0) {
-        if (h->kind != ET_KIND_DATA || pr != ET_OK) {
-            r->foreign++;
-            return -1;
+    et_stream *st = &run->st[j];
+    if (kind == ET_KIND_START) {
+        et_stream_start(st, seq, aux);
+        return 0;
+    }
+    if (kind == ET_KIND_END) {
+        int was = st->ended;
+        et_stream_end(st, seq, aux);
+        if (!was && st->ended) {
+            atomic_fetch_add(&run->ended_streams, 1);
+            if (st->unique >= st->sent)
+                atomic_fetch_add(&run->complete_streams, 1);
         }
-        uint64_t none = 0;
-        atomic_compare_exchange_strong(&run->session, &none, h->session);
-        s = atomic_load(&run->session);
+        return 0;
     }
-    if (h->session != s) {
+    if (corrupt) {
+        /* a damaged payload numbered where no packet of the stream can be is a stray */
+        if (et_stream_admit(st, seq) < 0)
+            st->corrupt++;
+        return 0;
+    }
+    uint64_t before = st->unique;
+    et_stream_data(st, seq, (uint32_t)len);
+    if (st->ended && before < st->sent && st->unique >= st->sent)
+        atomic_fetch_add(&run->complete_streams, 1);
+    return st->unique > before ? len : 0;
+}
+
+static int64_t rx_timestamp(struct msghdr *m);
+static void note_span(receiver *r, int64_t first_ts, uint64_t first_len, int64_t last_ts,
+                      uint64_t bytes);
+
+/* Before the session is locked: the datagram goes to the lock (et_lock_offer). The one
+ * that locks it has the kept datagrams of the session accounted, by this thread, before
+ * the session is published: until then no thread touches the streams. Returns -1 when
+ * another thread locked the session meanwhile (the caller accounts it as usual). */
+static int offer(receiver *r, int j, const et_header *h, int corrupt, size_t len, struct msghdr *m)
+{
+    recv_run *run = r->run;
+    pthread_mutex_lock(&run->lock_mu);
+    if (atomic_load_explicit(&run->session, memory_order_acquire)) {
+        pthread_mutex_unlock(&run->lock_mu);
+        return -1;
+    }
+    et_lock_result lr = et_lock_offer(&run->lock, h, corrupt, (uint32_t)len, rx_timestamp(m));
+    if (lr == ET_LOCK_FOREIGN)
         r->foreign++;
-        return -1;
+    if (lr == ET_LOCK_TOOK) {
+        const et_candidate *c = &run->lock.c[0];
+        for (uint32_t k = 0; k < c->npending; k++) {
+            const et_pending *p = &c->pending[k];
+            uint64_t b = account(r, p->stream, p->kind, p->corrupt, p->seq, p->aux, p->len);
+            if (b)
+                note_span(r, p->ts, p->len, p->ts, b);
+        }
+        atomic_store(&run->session_nstreams, c->nstreams);
+        atomic_store_explicit(&run->last_packet_ns, cb_now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&run->session, c->session, memory_order_release);
     }
-    uint32_t ns = 0;
-    atomic_compare_exchange_strong(&run->session_nstreams, &ns, h->nstreams);
-    if (h->nstreams != atomic_load(&run->session_nstreams)) {
-        r->inconsistent++;
-        return -1;
-    }
+    pthread_mutex_unlock(&run->lock_mu);
     return 0;
 }
 
 /* One datagram from socket j. Returns the data bytes it counted as received. */
-static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t len, int truncated)
+static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t len, int truncated,
+                         struct msghdr *m)
 {
     recv_run *run = r->run;
     et_header h;
@@ -235,31 +293,34 @@ static uint64_t classify(receiver *r, int j, const unsigned char *buf, size_t le
         r->malformed[pr]++;
         return 0;
     }
-    if (check_session(r, &h, pr) != 0)
+    uint64_t s = atomic_load_explicit(&run->session, memory_order_acquire);
+    if (!s) {
+        if (run->lock.want && h.session != run->lock.want) { /* --session: no lock needed */
+            r->foreign++;
+            return 0;
+        }
+        if (h.stream != j) {
+            r->misdirected++;
+            return 0;
+        }
+        if (offer(r, j, &h, pr == ET_BAD_PAYLOAD, len, m) == 0)
+            return 0;
+        s = atomic_load_explicit(&run->session, memory_order_acquire);
+    }
+    if (h.session != s) {
+        r->foreign++;
         return 0;
+    }
+    if (h.nstreams != atomic_load_explicit(&run->session_nstreams, memory_order_relaxed)) {
+        r->rejected[ET_REJ_STREAM_COUNT]++;
+        return 0;
+    }
     if (h.stream != j) {
         r->misdirected++;
         return 0;
     }
-    et_stream *st = &run->st[j];
-    if (pr == ET_BAD_PAYLOAD) {
-        st->corrupt++;
-        return 0;
-    }
-    if (h.kind == ET_KIND_END) {
-        int was = st->ended;
-        et_stream_end(st, h.seq, h.aux);
-        if (!was)
-            atomic_fetch_add(&run->ended_streams, 1);
-        if (!was && st->unique >= st->sent)
-            atomic_fetch_add(&run->complete_streams, 1);
-        return 0;
-    }
-    uint64_t before = st->unique;
-    et_stream_data(st, h.seq, (uint32_t)len);
-    if (st->ended && before < st->sent && st->unique >= st->sent)
-        atomic_fetch_add(&run->complete_streams, 1);
-    return st->unique > before ? len : 0;
+    r->alive = 1;
+    return account(r, j, h.kind, pr == ET_BAD_PAYLOAD, h.seq, h.aux, len);
 }
 
 /* When the kernel received the datagram (SO_TIMESTAMPNS), in ns of CLOCK_REALTIME; the
@@ -287,20 +348,20 @@ static void note_drops(recv_run *run, int j, struct msghdr *m)
         }
 }
 
-/* The times of a batch with data counted in it: messages first..last. */
-static void note_times(receiver *r, int first, int last, uint64_t bytes)
+/* Data counted: bytes, the first of them (first_len bytes) received at first_ts and the
+ * last at last_ts by the kernel's clock; the sender is alive. */
+static void note_span(receiver *r, int64_t first_ts, uint64_t first_len, int64_t last_ts,
+                      uint64_t bytes)
 {
     uint64_t now = cb_now_ns();
-    int64_t ts = rx_timestamp(&r->msgs[first].msg_hdr);
-    if (!r->first_ns || ts < r->first_ts) {
-        r->first_ts = ts;
-        r->first_len = r->msgs[first].msg_len;
+    if (!r->first_ns || first_ts < r->first_ts) {
+        r->first_ts = first_ts;
+        r->first_len = first_len;
     }
     if (!r->first_ns)
         r->first_ns = now;
-    ts = rx_timestamp(&r->msgs[last].msg_hdr);
-    if (ts > r->last_ts)
-        r->last_ts = ts;
+    if (last_ts > r->last_ts)
+        r->last_ts = last_ts;
     r->last_ns = now;
     r->bytes += bytes;
     atomic_store_explicit(&r->progress_bytes, r->bytes, memory_order_relaxed);
@@ -323,9 +384,10 @@ static int drain_socket(receiver *r, int j)
     }
     uint64_t bytes = 0;
     int first = -1, last = -1; /* the batch's first and last packet counted */
+    r->alive = 0;
     for (int i = 0; i < n; i++) {
         uint64_t b = classify(r, j, r->iov[i].iov_base, r->msgs[i].msg_len,
-                              (r->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0);
+                              (r->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &r->msgs[i].msg_hdr);
         if (b) {
             bytes += b;
             last = i;
@@ -336,9 +398,10 @@ static int drain_socket(receiver *r, int j)
     if (n > 0)
         note_drops(run, j, &r->msgs[n - 1].msg_hdr);
     if (bytes)
-        note_times(r, first, last, bytes);
-    else if (n > 0 && atomic_load_explicit(&run->session, memory_order_relaxed))
-        /* end records and the like: the sender is alive */
+        note_span(r, rx_timestamp(&r->msgs[first].msg_hdr), r->msgs[first].msg_len,
+                  rx_timestamp(&r->msgs[last].msg_hdr), bytes);
+    else if (r->alive)
+        /* records, duplicates: the sender is alive (strays and forgeries do not count) */
         atomic_store_explicit(&run->last_packet_ns, cb_now_ns(), memory_order_relaxed);
     return n;
 }
@@ -433,7 +496,7 @@ static void open_sockets(recv_run *run)
                    strerror(errno));
         run->fd[j] = fd;
     }
-    printf("  socket receive buffer: asked %zu B per socket, granted %ld B%s\n", cfg->rcvbuf,
+    fprintf(cb_human(), "  socket receive buffer: asked %zu B per socket, granted %ld B%s\n", cfg->rcvbuf,
            run->granted, run->forced ? " (SO_RCVBUFFORCE)" : "");
     if (run->granted < (long)cfg->rcvbuf)
         cb_warn("the kernel granted a receive buffer of %ld B of the %zu B asked: net.core.rmem_max is %ld "
@@ -502,14 +565,14 @@ static void plan(recv_run *run)
     if (cfg->cpus.n)
         et_check_cpus(cfg->cpus.v, cfg->cpus.n);
     find_address(run);
-    printf("eth-test-receive %s: %d streams on %s ports %d-%d (interface %s)\n", CB_VERSION,
+    fprintf(cb_human(), "eth-test-receive %s: %d streams on %s ports %d-%d (interface %s)\n", CB_VERSION,
            cfg->streams, run->addr.text, cfg->port, cfg->port + cfg->streams - 1, run->ifname);
-    et_preflight_print(stdout, run->ifname, &run->addr, 0);
+    et_preflight_print(cb_human(), run->ifname, &run->addr, 0);
     open_sockets(run);
-    fflush(stdout);
+    fflush(cb_human());
     make_receivers(run);
-    if (cfg->want_session)
-        atomic_store(&run->session, cfg->want_session);
+    pthread_mutex_init(&run->lock_mu, NULL);
+    et_lock_init(&run->lock, cfg->want_session, SEQ_WINDOW / 2);
 }
 
 /* ---- run ------------------------------------------------------------------------------- */
@@ -532,6 +595,8 @@ static enum outcome watch(recv_run *run, uint64_t start)
     uint64_t next_report = 0;
     while (how == RUNNING) {
         cb_sleep_until_ns(cb_now_ns() + 10000000);
+        if (cb_interrupted)
+            return INTERRUPTED;
         uint64_t now = cb_now_ns();
         for (int t = 0; t < cfg->threads; t++)
             if (run->rx[t].error[0])
@@ -592,8 +657,12 @@ static void run_receivers(recv_run *run)
 /* The per-stream accounting, summed. */
 static void sum_streams(recv_run *run, totals *T)
 {
-    for (int j = 0; j < run->cfg.streams; j++)
+    for (int j = 0; j < run->cfg.streams; j++) {
         T->drops += atomic_load(&run->sock_drops[j]);
+        et_stream_settle(&run->st[j]);
+        for (int k = 0; k < ET_NREJECT; k++)
+            T->rejected_by[k] += run->st[j].rejected[k];
+    }
     for (int j = 0; j < T->counted; j++) {
         et_stream *st = &run->st[j];
         et_loss l = et_stream_loss(st);
@@ -605,7 +674,6 @@ static void sum_streams(recv_run *run, totals *T)
         T->reord += st->reordered;
         T->stale += st->stale;
         T->corrupt += st->corrupt;
-        T->conflicts += st->end_conflicts;
         T->bytes += st->unique_bytes;
         T->exact &= l.exact;
         if (st->send_ns > T->send_ns)
@@ -632,7 +700,8 @@ static void sum_receivers(recv_run *run, totals *T)
         T->malformed += r->truncated;
         T->foreign += r->foreign;
         T->misdirected += r->misdirected;
-        T->inconsistent += r->inconsistent;
+        for (int k = 0; k < ET_NREJECT; k++)
+            T->rejected_by[k] += r->rejected[k];
         if (r->first_ns && r->first_ns < first_ns)
             first_ns = r->first_ns;
         if (r->last_ns > last_ns)
@@ -666,10 +735,18 @@ static void collect(recv_run *run)
     T->exact = 1;
     sum_streams(run, T);
     sum_receivers(run, T);
+    /* what the lock rejected, and the datagrams of sessions it never took */
+    et_lock_settle(&run->lock);
+    T->foreign += run->lock.foreign;
+    for (int k = 0; k < ET_NREJECT; k++) {
+        T->rejected_by[k] += run->lock.rejected[k];
+        T->rejected += T->rejected_by[k];
+    }
     T->send_s = T->send_ns / 1e9;
     T->loss_pct = T->sent ? 100.0 * (double)T->lost / (double)T->sent : 0;
-    T->passed = T->exact && !T->corrupt && !T->conflicts && !T->missing_streams && T->session &&
-                et_speed_meets(T->total_speed, cfg->threshold) && T->loss_pct <= cfg->max_loss;
+    T->passed = T->exact && !T->corrupt && !T->missing_streams && T->session &&
+                run->how != INTERRUPTED && et_speed_meets(T->total_speed, cfg->threshold) &&
+                T->loss_pct <= cfg->max_loss;
     if (run->how == NO_SENDER)
         cb_die(CB_EXIT_CANNOT_RUN, "no data from a sender in %g s on %s ports %d-%d (%llu other datagrams "
                "ignored): is eth-test-send -H %s running, and can it reach this machine?",
@@ -682,73 +759,88 @@ static void collect(recv_run *run)
 static void print_streams(const recv_run *run)
 {
     const totals *T = &run->T;
-    printf("%6s %6s %10s %10s %9s %9s %9s %8s %8s\n", "stream", "port", "sent", "received", "lost",
+    FILE *out = cb_human();
+    fprintf(out, "%6s %6s %10s %10s %9s %9s %9s %8s %8s\n", "stream", "port", "sent", "received", "lost",
            "dup", "reorder", "corrupt", "dropped");
     for (int j = 0; j < T->counted; j++) {
         const et_stream *st = &run->st[j];
         et_loss l = et_stream_loss(st);
-        printf("%6d %6d %10llu%s %10llu %9llu %9llu %9llu %8llu %8u\n", j, run->cfg.port + j,
+        fprintf(out, "%6d %6d %10llu%s %10llu %9llu %9llu %9llu %8llu %8u\n", j, run->cfg.port + j,
                (unsigned long long)l.expected, l.exact ? " " : "?", (unsigned long long)l.received,
                (unsigned long long)l.lost, (unsigned long long)st->duplicates,
                (unsigned long long)st->reordered, (unsigned long long)st->corrupt,
                atomic_load(&run->sock_drops[j]));
     }
     if (!T->exact)
-        printf("  ? no end record: sent is unknown, counted up to the highest packet number received; "
+        fprintf(out, "  ? no end record: sent is unknown, counted up to the highest packet number received; "
                "the loss shown is a lower bound\n");
+}
+
+static const char *outcome_text(const recv_run *run)
+{
+    switch (run->how) {
+    case DONE: return "every stream's end record received";
+    case INTERRUPTED: return "interrupted: the figures cover the run until then";
+    default: return "the sender went silent without end records";
+    }
 }
 
 static void print_report(const recv_run *run)
 {
     const totals *T = &run->T;
-    printf("Session %#llx: %d streams, %s\n", (unsigned long long)T->session, T->nstreams,
-           run->how == DONE ? "every stream's end record received"
-                            : "the sender went silent without end records");
+    FILE *out = cb_human();
+    if (T->session)
+        fprintf(out, "Session %#llx: %d streams, %s\n", (unsigned long long)T->session, T->nstreams,
+                outcome_text(run));
+    else
+        fprintf(out, "No session: interrupted before a sender's datagrams were seen\n");
     print_streams(run);
-    printf("Packets: %llu sent, %llu received, %llu lost (%.3f%%), %llu duplicated, %llu reordered",
-           (unsigned long long)T->sent, (unsigned long long)T->received, (unsigned long long)T->lost,
-           T->loss_pct, (unsigned long long)T->dups, (unsigned long long)T->reord);
+    fprintf(out, "Packets: %llu sent, %llu received, %llu lost (%.3f%%), %llu duplicated, %llu reordered",
+            (unsigned long long)T->sent, (unsigned long long)T->received, (unsigned long long)T->lost,
+            T->loss_pct, (unsigned long long)T->dups, (unsigned long long)T->reord);
     if (T->stale)
-        printf(", %llu too late to classify", (unsigned long long)T->stale);
+        fprintf(out, ", %llu too late to classify", (unsigned long long)T->stale);
     if (T->beyond)
-        printf(", %llu numbered beyond the sent count", (unsigned long long)T->beyond);
-    printf("\n");
-    printf("Other datagrams: %llu of %llu: %llu malformed, %llu foreign (other session), %llu misdirected "
-           "(wrong port), %llu corrupt payloads, %llu inconsistent\n",
-           (unsigned long long)(T->malformed + T->foreign + T->misdirected + T->corrupt + T->inconsistent),
-           (unsigned long long)T->datagrams, (unsigned long long)T->malformed,
-           (unsigned long long)T->foreign, (unsigned long long)T->misdirected,
-           (unsigned long long)T->corrupt, (unsigned long long)T->inconsistent);
+        fprintf(out, ", %llu numbered beyond the sent count", (unsigned long long)T->beyond);
+    fprintf(out, "\n");
+    fprintf(out, "Other datagrams: %llu of %llu: %llu malformed, %llu foreign (other session), %llu misdirected "
+            "(wrong port), %llu corrupt payloads, %llu rejected\n",
+            (unsigned long long)(T->malformed + T->foreign + T->misdirected + T->corrupt + T->rejected),
+            (unsigned long long)T->datagrams, (unsigned long long)T->malformed,
+            (unsigned long long)T->foreign, (unsigned long long)T->misdirected,
+            (unsigned long long)T->corrupt, (unsigned long long)T->rejected);
     for (int k = 1; k < ET_NPARSE; k++)
         if (T->by_reason[k] && k != ET_BAD_PAYLOAD)
-            printf("  malformed, %s: %llu\n", et_parse_names[k], (unsigned long long)T->by_reason[k]);
+            fprintf(out, "  malformed, %s: %llu\n", et_parse_names[k], (unsigned long long)T->by_reason[k]);
     if (T->truncated)
-        printf("  malformed, larger than %d B: %llu\n", SLOT_BYTES, (unsigned long long)T->truncated);
-    printf("Speed: %.3f GB received in %.3f s (first to last packet, kernel timestamps): %.2f Gbit/s",
-           T->bytes / 1e9, T->arrival_s, T->total_speed);
+        fprintf(out, "  malformed, larger than %d B: %llu\n", SLOT_BYTES, (unsigned long long)T->truncated);
+    /* what a stray or a forgery tried to change, and was not let */
+    for (int k = 0; k < ET_NREJECT; k++)
+        if (T->rejected_by[k])
+            fprintf(out, "  rejected, %s: %llu\n", et_reject_names[k],
+                    (unsigned long long)T->rejected_by[k]);
+    fprintf(out, "Speed: %.3f GB received in %.3f s (first to last packet, kernel timestamps): %.2f Gbit/s",
+            T->bytes / 1e9, T->arrival_s, T->total_speed);
     if (T->exact)
-        printf("; over the sender's %.3f s of sending: %.2f Gbit/s", T->send_s, T->sender_speed);
-    printf("\n");
+        fprintf(out, "; over the sender's %.3f s of sending: %.2f Gbit/s", T->send_s, T->sender_speed);
+    fprintf(out, "\n");
     if (T->missing_streams)
-        printf("NOT COUNTED: the sender sends %d streams, this receiver listens to %d (--streams)\n",
-               T->nstreams, run->cfg.streams);
+        fprintf(out, "NOT COUNTED: the sender sends %d streams, this receiver listens to %d (--streams)\n",
+                T->nstreams, run->cfg.streams);
     if (T->corrupt)
-        printf("CORRUPT DATA: %llu packets carried a payload other than the one sent\n",
-               (unsigned long long)T->corrupt);
-    if (T->conflicts)
-        printf("INCONSISTENT: %llu end records disagree with an earlier one\n",
-               (unsigned long long)T->conflicts);
+        fprintf(out, "CORRUPT DATA: %llu packets carried a payload other than the one sent\n",
+                (unsigned long long)T->corrupt);
 }
 
 static void diagnose_line(int *any, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void diagnose_line(int *any, const char *fmt, ...)
 {
     va_list ap;
-    printf("  ");
+    fprintf(cb_human(), "  ");
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfprintf(cb_human(), fmt, ap);
     va_end(ap);
-    putchar('\n');
+    fputc('\n', cb_human());
     *any = 1;
 }
 
@@ -761,7 +853,7 @@ static void diagnose(const recv_run *run)
     const char *ifname = run->ifname;
     double threshold = run->cfg.threshold;
     int any = 0;
-    printf("Diagnosis:\n");
+    fprintf(cb_human(), "Diagnosis:\n");
     if (T->drops)
         diagnose_line(&any, "LIMIT: socket receive buffers overflowed: %llu datagrams dropped at the sockets "
                       "(the receiver did not drain them in time; buffer %ld B per socket%s)",
@@ -784,7 +876,9 @@ static void diagnose(const recv_run *run)
     if (T->lost && !any)
         diagnose_line(&any, "packets were lost before this machine's UDP layer counted them: on the "
                       "wire, at the sender, or in a packet filter");
-    if (!T->exact)
+    if (run->how == INTERRUPTED)
+        diagnose_line(&any, "interrupted by %s: the result is incomplete", cb_interrupted_name());
+    else if (!T->exact)
         diagnose_line(&any, "the sender stopped without end-of-stream records (killed?): the result "
                       "is incomplete");
     if (T->exact && !T->lost && !et_speed_meets(T->total_speed, threshold))
@@ -833,6 +927,7 @@ static void doc_metrics(cb_json *j, const void *ctx)
     cbj_metric(j, "malformed_datagrams", (double)T->malformed, "datagrams");
     cbj_metric(j, "foreign_datagrams", (double)T->foreign, "datagrams");
     cbj_metric(j, "misdirected_datagrams", (double)T->misdirected, "datagrams");
+    cbj_metric(j, "rejected_datagrams", (double)T->rejected, "datagrams");
     cbj_metric(j, "verification_errors", (double)T->corrupt, "errors");
     cbj_metric(j, "socket_drops", (double)T->drops, "datagrams");
     cbj_metric(j, "sender_time", T->send_s, "s");
@@ -860,6 +955,7 @@ static void doc_extra(cb_json *j, const void *ctx)
         cbj_int(j, "stale", (long long)st->stale);
         cbj_int(j, "beyond_sent", (long long)l.beyond);
         cbj_int(j, "corrupt", (long long)st->corrupt);
+        cbj_int(j, "start_records", (long long)st->start_records);
         cbj_int(j, "end_records", (long long)st->end_records);
         cbj_int(j, "socket_drops", atomic_load(&run->sock_drops[s]));
         cbj_obj_end(j);
@@ -870,6 +966,11 @@ static void doc_extra(cb_json *j, const void *ctx)
         if (k != ET_BAD_PAYLOAD)
             cbj_int(j, et_parse_names[k], (long long)T->by_reason[k]);
     cbj_int(j, "truncated", (long long)T->truncated);
+    cbj_obj_end(j);
+    /* why datagrams were rejected: each could have changed a figure, and did not */
+    cbj_obj_begin(j, "rejected");
+    for (int k = 0; k < ET_NREJECT; k++)
+        cbj_int(j, et_reject_keys[k], (long long)T->rejected_by[k]);
     cbj_obj_end(j);
 }
 
@@ -885,23 +986,28 @@ static int emit(const recv_run *run)
 {
     const recv_cfg *cfg = &run->cfg;
     const totals *T = &run->T;
+    FILE *out = cb_human();
     print_report(run);
     diagnose(run);
-    int rc = T->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+    int rc = run->how == INTERRUPTED ? cb_exit_interrupted()
+             : T->passed             ? CB_EXIT_OK
+                                     : CB_EXIT_NOT_COMPLIANT;
     if (cfg->json_path) {
         cb_envelope env = {.test = "eth-test-receive", .test_version = ET_TEST_VERSION,
                            .started = run->started, .duration_s = T->arrival_s,
-                           .threshold = cfg->threshold, .passed = T->passed};
+                           .threshold = cfg->threshold, .passed = T->passed,
+                           .interrupted = run->how == INTERRUPTED};
         cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_extra,
                               .compliance = doc_compliance};
         if (cb_doc_write(cfg->json_path, &env, &parts, run) != 0)
             rc = CB_EXIT_CANNOT_RUN;
     }
-    cb_results_begin(stdout, ET_TEST_VERSION);
-    cb_results_line(stdout, "Total speed", "%.2f Gbit/s", T->total_speed);
-    cb_results_line(stdout, "Average loss", "%.3f%%%s", T->loss_pct,
+    cb_results_begin(out, ET_TEST_VERSION);
+    cb_results_line(out, "Total speed", "%.2f Gbit/s", T->total_speed);
+    cb_results_line(out, "Average loss", "%.3f%%%s", T->loss_pct,
                     T->exact ? "" : " (at least; incomplete)");
-    fflush(stdout);
+    cb_results_interrupted(out, "the figures cover the run until then");
+    fflush(out);
     return rc;
 }
 
@@ -911,6 +1017,8 @@ int main(int argc, char **argv)
     cb_prog = "eth-test-receive";
     cb_opts_parse(&cmd, &run.cfg, argc, argv);
     check_options(&run.cfg);
+    /* from here a signal stops the run, which still reports what it counted */
+    cb_signals_install();
     plan(&run);
     run_receivers(&run);
     collect(&run);

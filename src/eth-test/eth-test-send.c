@@ -6,8 +6,11 @@
  * sendmmsg() call. Each sender thread owns some streams and sends their batches in turn
  * on a fixed schedule: batch j is due when the bytes before it have had their time at
  * the thread's rate, so a late batch is followed by on-time ones and the average rate
- * never drifts. After its data each stream sends --end-copies end-of-stream records
- * carrying the number of packets it sent, so that the receiver counts loss exactly. */
+ * never drifts. Before its data each stream sends --end-copies start records (the
+ * packets it will send), after it as many end-of-stream records carrying the number of
+ * packets it sent, so that the receiver counts loss exactly; the receiver takes a record
+ * only when a second copy confirms it. SIGINT, SIGTERM or SIGHUP stop the data early:
+ * the end records still go out, with the packets really sent. */
 #define _GNU_SOURCE /* sendmmsg, recvmmsg, CPU_SET, pthread_setaffinity_np */
 #include "../common/cb_common.h"
 #include "../common/cb_options.h"
@@ -62,8 +65,10 @@ static const cb_opt opts[] = {
      .def = "4M", .arg = "BYTES", .help = "socket send buffer (as root beyond\nnet.core.wmem_max)"},
     {.name = "session", .type = CB_OPT_CUSTOM, .off = O(session), .parse = et_opt_session,
      .arg = "ID", .help = "session id (default random; 1..2^64-1)"},
-    {.name = "end-copies", .type = CB_OPT_INT, .off = O(end_copies), .min = 1, .max = 1000,
-     .def = "8", .arg = "N", .help = "end-of-stream records per stream"},
+    /* at least 2: the receiver takes a record only when a second copy confirms it */
+    {.name = "end-copies", .type = CB_OPT_INT, .off = O(end_copies), .min = 2, .max = 1000,
+     .def = "8", .arg = "N", .help = "start and end-of-stream records per stream (the\n"
+                                     "receiver needs two copies of each)"},
     {.name = "rt-priority", .type = CB_OPT_INT, .off = O(rt_priority), .min = 1, .max = 99,
      .arg = "N", .help = "run the sender threads SCHED_FIFO at priority N (the\n"
                          "compliance document's tip: chrt -f 1); needs root"},
@@ -89,7 +94,8 @@ static const cb_cmd cmd = {
             "within 0.05% (what prints as the rate: 8.9955 is 9.00).\n"
             "\n"
             "Exit status: 0 sent at the rate, 1 could not keep the rate, 2 usage error,\n"
-            "3 could not run.\n",
+            "3 could not run, 128+N stopped by signal N (SIGINT, SIGTERM, SIGHUP; the end\n"
+            "records still go out, with the packets sent).\n",
     .opts = opts,
 };
 
@@ -108,14 +114,14 @@ typedef struct sender {
     uint64_t *sent;              /* per own stream */
     uint64_t bytes, batches, late_batches, max_lag_ns, refused, nobufs, t_end;
     uint64_t send_ns;            /* its sending time (see send_end_records) */
-    int stopped_early;
+    int stopped_early, interrupted;
     char error[256];
     _Atomic uint64_t progress_bytes;
 } sender;
 
 typedef struct totals {
     uint64_t bytes, packets, refused, nobufs, late, batches, max_lag;
-    int stopped, failed, passed;
+    int stopped, failed, passed, interrupted;
     double send_s, speed, pct;
 } totals;
 
@@ -160,7 +166,7 @@ static int send_all(sender *s, int fd, struct mmsghdr *msgs, int n)
                      r < 0 ? strerror(errno) : "sent nothing");
             return -1;
         }
-        if (cb_now_ns() > run->hard_stop)
+        if (cb_now_ns() > run->hard_stop || cb_interrupted)
             break;
     }
     return off;
@@ -212,8 +218,12 @@ static int wait_due(sender *s, uint64_t bytes_before, double batch_ns)
     uint64_t due = et_due_ns(s->t0, bytes_before, s->bits_per_s);
     uint64_t now = cb_now_ns();
     if (now < due) {
-        cb_sleep_until_ns(due);
-        return 0;
+        /* in slices, so that a signal stops even a slow schedule at once */
+        while (now < due && !cb_interrupted) {
+            cb_sleep_until_ns(due - now > 50000000 ? now + 50000000 : due);
+            now = cb_now_ns();
+        }
+        return cb_interrupted ? -1 : 0;
     }
     uint64_t lag = now - due;
     if (lag > s->max_lag_ns)
@@ -237,8 +247,11 @@ static void send_data(sender *s, batch_bufs *b)
         if (b->remaining[k] == 0)
             continue;
         int n = b->remaining[k] < (uint64_t)cfg->batch ? (int)b->remaining[k] : cfg->batch;
-        if (wait_due(s, bytes_before, batch_ns) != 0) {
-            s->stopped_early = 1;
+        if (cb_interrupted || wait_due(s, bytes_before, batch_ns) != 0) {
+            if (cb_interrupted)
+                s->interrupted = 1;
+            else
+                s->stopped_early = 1;
             break;
         }
         uint64_t seq0 = per_stream - b->remaining[k];
@@ -252,8 +265,11 @@ static void send_data(sender *s, batch_bufs *b)
         s->bytes += (uint64_t)sent * cfg->size;
         s->batches++;
         atomic_store_explicit(&s->progress_bytes, s->bytes, memory_order_relaxed);
-        if (sent < n) { /* hard stop inside the batch */
-            s->stopped_early = 1;
+        if (sent < n) { /* hard stop or a signal inside the batch */
+            if (cb_interrupted)
+                s->interrupted = 1;
+            else
+                s->stopped_early = 1;
             break;
         }
         b->remaining[k] -= (uint64_t)n;
@@ -335,7 +351,7 @@ static void open_sockets(send_run *run)
             cb_die(CB_EXIT_CANNOT_RUN, "cannot reach %s port %d: %s", a.text, cfg->port + i,
                    strerror(errno));
     }
-    printf("  socket send buffer: asked %zu B, granted %ld B%s\n", cfg->sndbuf, run->granted,
+    fprintf(cb_human(), "  socket send buffer: asked %zu B, granted %ld B%s\n", cfg->sndbuf, run->granted,
            forced ? " (SO_SNDBUFFORCE)" : "");
     if (run->granted < (long)cfg->sndbuf)
         cb_warn("the kernel granted a send buffer of %ld B of the %zu B asked: net.core.wmem_max is %ld "
@@ -365,14 +381,14 @@ static void plan(send_run *run)
     et_addr local;
     if (et_route_iface(&run->dst, run->ifname, &local) != 0)
         run->ifname[0] = '\0';
-    printf("eth-test-send %s: %d streams to %s ports %d-%d, %.2f Gbit/s, %zu B datagrams, "
+    fprintf(cb_human(), "eth-test-send %s: %d streams to %s ports %d-%d, %.2f Gbit/s, %zu B datagrams, "
            "batches of %d, %.1f s, session %#llx\n",
            CB_VERSION, cfg->streams, run->dst.text, cfg->port, cfg->port + cfg->streams - 1,
            cfg->rate_gbits, cfg->size, cfg->batch, cfg->duration_s,
            (unsigned long long)cfg->session);
-    et_preflight_print(stdout, run->ifname[0] ? run->ifname : NULL, &run->dst, (uint32_t)cfg->size);
+    et_preflight_print(cb_human(), run->ifname[0] ? run->ifname : NULL, &run->dst, (uint32_t)cfg->size);
     open_sockets(run);
-    fflush(stdout);
+    fflush(cb_human());
 }
 
 /* ---- run ------------------------------------------------------------------------------------ */
@@ -424,9 +440,27 @@ static void wait_senders(send_run *run)
         pthread_join(run->senders[t].th, NULL);
 }
 
+/* The streams' plans, --end-copies times, before any data: with them the receiver
+ * locks onto this session and bounds the packet numbers it accepts. */
+static void send_start_records(send_run *run)
+{
+    const send_cfg *cfg = &run->cfg;
+    unsigned char rec[ET_HEADER_BYTES];
+    for (int c = 0; c < cfg->end_copies && !cb_interrupted; c++) {
+        for (int i = 0; i < cfg->streams; i++) {
+            et_build_start(rec, cfg->session, (uint16_t)i, (uint16_t)cfg->streams,
+                           run->per_stream, (uint32_t)cfg->size, (uint16_t)c);
+            /* best effort, as the end records: the copies are for the lost ones */
+            (void)send(run->fd[i], rec, sizeof rec, 0);
+        }
+        cb_sleep_until_ns(cb_now_ns() + 200000); /* spread the copies a little */
+    }
+}
+
 static void run_senders(send_run *run)
 {
     const send_cfg *cfg = &run->cfg;
+    send_start_records(run);
     run->t0 = cb_now_ns() + 20000000; /* all threads set up before the first batch */
     make_senders(run);
     /* A sender that cannot keep up stops here and says what it sent. */
@@ -456,6 +490,7 @@ static void collect(send_run *run)
         if (s->max_lag_ns > T->max_lag)
             T->max_lag = s->max_lag_ns;
         T->stopped |= s->stopped_early;
+        T->interrupted |= s->interrupted;
         if (s->error[0]) {
             cb_warn("%s", s->error);
             T->failed = 1;
@@ -467,27 +502,33 @@ static void collect(send_run *run)
     T->send_s = (end - run->t0) / 1e9;
     T->speed = cb_gbits((double)T->bytes, T->send_s);
     T->pct = 100.0 * T->speed / cfg->rate_gbits;
-    T->passed = !T->failed && !T->stopped && et_speed_meets(T->speed, cfg->rate_gbits);
+    T->interrupted |= cb_interrupted != 0; /* also when it came after the data */
+    T->passed = !T->failed && !T->stopped && !T->interrupted &&
+                et_speed_meets(T->speed, cfg->rate_gbits);
 }
 
 /* ---- emit ----------------------------------------------------------------------------------- */
 static void print_report(const send_run *run)
 {
     const totals *T = &run->T;
-    printf("Sent %llu datagrams (%llu per stream planned) in %.3f s; %llu batches, %llu late by more "
+    FILE *out = cb_human();
+    fprintf(out, "Sent %llu datagrams (%llu per stream planned) in %.3f s; %llu batches, %llu late by more "
            "than a batch, largest lag %.1f us\n",
            (unsigned long long)T->packets, (unsigned long long)run->per_stream, T->send_s,
            (unsigned long long)T->batches, (unsigned long long)T->late, T->max_lag / 1e3);
     if (T->refused)
-        printf("WARNING: %llu sends refused (ICMP port unreachable): is eth-test-receive running on %s "
+        fprintf(out, "WARNING: %llu sends refused (ICMP port unreachable): is eth-test-receive running on %s "
                "with --streams >= %d?\n", (unsigned long long)T->refused, run->dst.text,
                run->cfg.streams);
     if (T->nobufs)
-        printf("Interface queue full %llu times (ENOBUFS); the sender waited\n",
+        fprintf(out, "Interface queue full %llu times (ENOBUFS); the sender waited\n",
                (unsigned long long)T->nobufs);
     if (T->stopped)
-        printf("STOPPED: the sender fell too far behind its schedule and stopped at %.1f s\n",
+        fprintf(out, "STOPPED: the sender fell too far behind its schedule and stopped at %.1f s\n",
                (run->hard_stop - run->t0) / 1e9);
+    if (T->interrupted)
+        fprintf(out, "INTERRUPTED by %s: the data stopped early; the end records carry the packets "
+                "sent\n", cb_interrupted_name());
 }
 
 static void doc_config(cb_json *j, const void *ctx)
@@ -532,19 +573,23 @@ static int emit(const send_run *run)
     const send_cfg *cfg = &run->cfg;
     const totals *T = &run->T;
     print_report(run);
-    int rc = T->failed ? CB_EXIT_CANNOT_RUN : T->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
+    FILE *out = cb_human();
+    int rc = T->failed ? CB_EXIT_CANNOT_RUN : T->interrupted ? cb_exit_interrupted()
+             : T->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
     if (cfg->json_path) {
         cb_envelope env = {.test = "eth-test-send", .test_version = ET_TEST_VERSION,
                            .started = run->started, .duration_s = T->send_s,
-                           .threshold = cfg->rate_gbits, .passed = T->passed};
+                           .threshold = cfg->rate_gbits, .passed = T->passed,
+                           .interrupted = T->interrupted};
         cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics};
         if (cb_doc_write(cfg->json_path, &env, &parts, run) != 0)
             rc = CB_EXIT_CANNOT_RUN;
     }
-    cb_results_begin(stdout, ET_TEST_VERSION);
-    cb_results_line(stdout, "Desired speed", "%.2f Gbit/s", cfg->rate_gbits);
-    cb_results_line(stdout, "Sent speed", "%.2f Gbit/s (%.2f%% of desired)", T->speed, T->pct);
-    fflush(stdout);
+    cb_results_begin(out, ET_TEST_VERSION);
+    cb_results_line(out, "Desired speed", "%.2f Gbit/s", cfg->rate_gbits);
+    cb_results_line(out, "Sent speed", "%.2f Gbit/s (%.2f%% of desired)", T->speed, T->pct);
+    cb_results_interrupted(out, "the figures cover the data sent until then");
+    fflush(out);
     return rc;
 }
 
@@ -554,6 +599,8 @@ int main(int argc, char **argv)
     cb_prog = "eth-test-send";
     cb_opts_parse(&cmd, &run.cfg, argc, argv);
     check_options(&run.cfg);
+    /* from here a signal stops the data, which still ends with its records and report */
+    cb_signals_install();
     plan(&run);
     run_senders(&run);
     collect(&run);

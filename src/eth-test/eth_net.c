@@ -421,10 +421,9 @@ void et_check_cpus(const int *cpus, int n)
 
 void et_opt_session(const char *opt, const char *arg, void *dest)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(arg, &end, 0);
-    if (end == arg || *end || errno || v == 0 || arg[0] == '-')
+    /* the strict parser: " -1" or "+1" must not wrap or slip through strtoull */
+    uint64_t v;
+    if (cb_parse_u64(arg, 0, &v) != 0 || v == 0)
         cb_usage_error("invalid value '%s' for %s: a number from 1 to 2^64-1", arg, opt);
     *(uint64_t *)dest = v;
 }

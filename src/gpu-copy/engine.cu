@@ -328,6 +328,9 @@ extern "C" void *gc_worker_main(void *arg)
     for (int i = 0; i < w->nphases; i++) {
         const gc_phase_spec *ph = &w->phases[i];
         int mine = ph->gpu < 0 || ph->gpu == w->slot;
+        pthread_barrier_wait(w->barrier); /* the main thread has decided: go on or stop */
+        if (*w->stop_run)
+            break;
         gc_phase_plan plan;
         gc_phase_plan_make(&w->layout, ph->kind, ph->iterations, ph->seed, &plan);
         if (ok && mine && prepare(&st, &plan) != 0)

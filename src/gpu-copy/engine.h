@@ -59,6 +59,8 @@ struct gc_worker {
     gc_result *results;       /* one per phase */
     pthread_barrier_t *barrier; /* workers + the main thread */
     volatile int *abort_run;  /* set by the main thread between the set-up barriers */
+    volatile int *stop_run;   /* set by the main thread before each phase's first barrier:
+                                 a signal stopped the run, no further phase starts */
     void (*on_load)(gc_worker *w, int phase); /* called while a phase's copies run */
     void *user;
     int fault_kind;           /* GPU_COPY_FAULT: lose one copy of this kind (-1 none) */
@@ -70,7 +72,8 @@ struct gc_worker {
 
 /* The worker thread. Barrier protocol (the main thread joins every wait):
  *   set-up; wait; [main sets *abort_run]; wait;
- *   per phase: prepare; wait; timed copies; wait; verify; wait. */
+ *   per phase: wait [main sets *stop_run: then all leave]; prepare; wait; timed copies;
+ *   wait; verify; wait. */
 void *gc_worker_main(void *arg);
 
 #ifdef __cplusplus

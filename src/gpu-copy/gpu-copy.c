@@ -112,8 +112,13 @@ static const cb_cmd cmd = {
 "links are read again while the copies run. The same link rule judges every PCIe\n"
 "device in cb-pcie-links (and so in cobalt-bench preflight).\n"
 "\n"
+"SIGINT, SIGTERM or SIGHUP stops the copies after the phase under way (its copies are\n"
+"queued on the GPUs): the report, the results block and the JSON document\n"
+"(\"interrupted\": true) cover the phases that ran; a second signal ends it at once.\n"
+"\n"
 "Exit status: 0 compliant, 1 not compliant or verification failed (--explain-links:\n"
-"a degraded link), 2 usage error, 3 could not run (no NVIDIA GPU or driver).\n",
+"a degraded link), 2 usage error, 3 could not run (no NVIDIA GPU or driver), 128 + the\n"
+"signal's number when interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n",
 };
 
 /* Cross-option rules, after the table's own checks. */
@@ -168,6 +173,9 @@ typedef struct run {
     int nphases;
     gc_result results[MAX_GPUS][MAX_PHASES];
     volatile int abort_run;
+    volatile int stop_run;      /* a signal: no further phase starts */
+    int phases_done;            /* phases that ran: all, or those before the signal */
+    int interrupted;
     pthread_barrier_t barrier;
     /* collected */
     int pw, pr, pb;             /* the all-at-once write, read, bidir phases (-1 none) */
@@ -193,17 +201,17 @@ static void result_line(const char *label, const char *fmt, ...)
 {
     char key[64];
     snprintf(key, sizeof key, "%s:", label);
-    printf("%-18s ", key);
+    fprintf(cb_human(), "%-18s ", key);
     va_list ap;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vfprintf(cb_human(), fmt, ap);
     va_end(ap);
-    putchar('\n');
+    fputc('\n', cb_human());
 }
 
 static void results_begin(void)
 {
-    printf("----- Test results -----\n");
+    fprintf(cb_human(), "----- Test results -----\n");
     result_line("Test version", "%s", TEST_VERSION);
 }
 
@@ -244,7 +252,7 @@ static void print_gpu_links(const gpu *g, int *degraded_links)
     int idle;
     const gc_gpu_topo *t = links_of(g, &idle);
     if (!g->have_topo || t->nlinks == 0) {
-        printf("  link: unknown (%s has no PCIe link information for %s)\n", g->run->cfg->sysfs_root, g->topo.bdf);
+        fprintf(cb_human(), "  link: unknown (%s has no PCIe link information for %s)\n", g->run->cfg->sysfs_root, g->topo.bdf);
         return;
     }
     for (int k = 0; k < t->nlinks; k++) {
@@ -255,15 +263,15 @@ static void print_gpu_links(const gpu *g, int *degraded_links)
         gc_link_name(cur, sizeof cur, l->cur_gts, l->cur_width);
         gc_link_name(dmax, sizeof dmax, l->dev_max_gts, l->dev_max_width);
         gc_link_name(pmax, sizeof pmax, l->port_max_gts, l->port_max_width);
-        printf("  link %s -> %s (%s): %s = %.2f Gbit/s per direction%s; %s max %s, port max %s\n",
+        fprintf(cb_human(), "  link %s -> %s (%s): %s = %.2f Gbit/s per direction%s; %s max %s, port max %s\n",
                l->up[0] ? l->up : "?", l->down, k == 0 ? "the GPU" : "switch uplink", cur, v.cur_gbits,
                k == 0 ? (idle ? " (read idle)" : " (read under load)") : "",
                k == 0 ? "GPU" : "switch", dmax, pmax);
         if (v.degraded) {
-            printf("    DEGRADED: %s\n", v.text);
+            fprintf(cb_human(), "    DEGRADED: %s\n", v.text);
             (*degraded_links)++;
         } else if (v.text[0]) {
-            printf("    note: %s\n", v.text);
+            fprintf(cb_human(), "    note: %s\n", v.text);
         }
     }
 }
@@ -321,7 +329,7 @@ static int print_shared(const run *r, int verbose_ok, const char *indent)
         int too_narrow = up > 0 && up < sh[s].sum_gbits * 0.99;
         narrow += too_narrow;
         if (too_narrow || verbose_ok)
-            printf("%sShared uplink %s -> %s (%.2f Gbit/s) carries GPUs %s (%.2f Gbit/s through their own links)%s\n",
+            fprintf(cb_human(), "%sShared uplink %s -> %s (%.2f Gbit/s) carries GPUs %s (%.2f Gbit/s through their own links)%s\n",
                    indent, sh[s].link.up, sh[s].link.down, up, members, sh[s].sum_gbits,
                    too_narrow ? ": together they cannot exceed the uplink" : "");
     }
@@ -351,7 +359,7 @@ static void explain_plan(run *r)
     r->have_hw = live && cb_topo_load_pci(&r->topo, NULL) == 0;
     cb_iso8601_now(r->started, sizeof r->started);
     r->t0_ns = cb_now_ns();
-    printf("gpu-copy (cobalt-bench) %s: PCIe links of the NVIDIA GPUs in %s (no copies)\n", CB_VERSION, c->sysfs_root);
+    fprintf(cb_human(), "gpu-copy (cobalt-bench) %s: PCIe links of the NVIDIA GPUs in %s (no copies)\n", CB_VERSION, c->sysfs_root);
     r->ngpus = n;
     for (int i = 0; i < n; i++) {
         gpu *g = &r->gpus[i];
@@ -359,7 +367,7 @@ static void explain_plan(run *r)
         g->topo = found[i];
         g->have_topo = 1;
         locate(g, r->have_hw ? &r->topo : NULL, r->have_hw);
-        printf("GPU %s [%04x:%04x]: NUMA node %s (%s), CPUs %s\n", g->topo.bdf, g->topo.vendor, g->topo.device,
+        fprintf(cb_human(), "GPU %s [%04x:%04x]: NUMA node %s (%s), CPUs %s\n", g->topo.bdf, g->topo.vendor, g->topo.device,
                g->place.nodes[0] ? g->place.nodes : "unknown", g->place_source ? g->place_source : "no locality information",
                g->place.cpus[0] ? g->place.cpus : "unknown");
         int before = r->degraded_links;
@@ -380,9 +388,9 @@ static void explain_diagnose(run *r)
     for (int i = 0; i < r->ngpus; i++) {
         char why[768];
         if (gpu_degraded(&r->gpus[i], why, sizeof why))
-            printf("Likely cause of low bandwidth: GPU %s: %s\n", r->gpus[i].topo.bdf, why);
+            fprintf(cb_human(), "Likely cause of low bandwidth: GPU %s: %s\n", r->gpus[i].topo.bdf, why);
     }
-    printf("Theoretical: %.2f Gbit/s per direction through the negotiated links (shared uplinks "
+    fprintf(cb_human(), "Theoretical: %.2f Gbit/s per direction through the negotiated links (shared uplinks "
            "counted once); %.2f Gbit/s if every GPU's link ran at the GPU's maximum\n", r->reachable, r->sum_max);
     r->passed = !r->degraded_links;
     r->duration = (cb_now_ns() - r->t0_ns) / 1e9;
@@ -516,9 +524,11 @@ static double phase_total(const run *r, int p, int dir, double *aggregate)
     return sum;
 }
 
+/* The phase of this kind (and GPU, or -1: all at once) that ran; -1 if none did (not
+ * planned, or not reached before a signal stopped the run). */
 static int find_phase(const run *r, int kind, int gpu_slot)
 {
-    for (int p = 0; p < r->nphases; p++)
+    for (int p = 0; p < r->phases_done; p++)
         if (r->phases[p].kind == kind && r->phases[p].gpu == gpu_slot)
             return p;
     return -1;
@@ -584,7 +594,7 @@ static void plan_gpu(run *r, gpu *g)
     fmt_bytes(mem, sizeof mem, (double)g->cuda.total_mem);
     fmt_bytes(dbuf, sizeof dbuf, (double)g->layout.dev_bytes);
     fmt_bytes(hbuf, sizeof hbuf, (double)g->layout.host_bytes);
-    printf("GPU %d: %s, PCI %s, NUMA node %s (%s), CPUs %s; %s memory, device buffer %s, host buffer %s\n",
+    fprintf(cb_human(), "GPU %d: %s, PCI %s, NUMA node %s (%s), CPUs %s; %s memory, device buffer %s, host buffer %s\n",
            g->cuda.index, g->cuda.name, g->topo.bdf, g->place.nodes[0] ? g->place.nodes : "unknown",
            g->place_source ? g->place_source : "no locality information",
            g->place.cpus[0] ? g->place.cpus : "unknown", mem, dbuf, hbuf);
@@ -608,16 +618,16 @@ static void plan_phases(run *r)
         r->phases[p].seed = gc_pattern(seed, (uint64_t)p);
     char chunk[32];
     fmt_bytes(chunk, sizeof chunk, (double)r->gpus[0].layout.chunk);
-    printf("Copies: %s chunks on %d stream%s per direction; %llu iterations all at once%s\n", chunk,
+    fprintf(cb_human(), "Copies: %s chunks on %d stream%s per direction; %llu iterations all at once%s\n", chunk,
            c->streams, c->streams == 1 ? "" : "s", (unsigned long long)c->iterations,
            r->ngpus > 1 && c->alone_iterations ? ", then each GPU alone" : "");
-    fflush(stdout);
+    fflush(cb_human());
 }
 
 static void plan_copies(run *r)
 {
     plan_devices(r);
-    printf("gpu-copy (cobalt-bench) %s on %s, started %s, %s\n", CB_VERSION, r->host, r->started, r->versions);
+    fprintf(cb_human(), "gpu-copy (cobalt-bench) %s on %s, started %s, %s\n", CB_VERSION, r->host, r->started, r->versions);
     for (int i = 0; i < r->ngpus; i++)
         plan_gpu(r, &r->gpus[i]);
     plan_phases(r);
@@ -657,6 +667,7 @@ static void start_workers(run *r)
         w->results = r->results[i];
         w->barrier = &r->barrier;
         w->abort_run = &r->abort_run;
+        w->stop_run = &r->stop_run;
         w->on_load = on_load;
         w->user = g;
         w->fault_kind = i == 0 ? fault : -1;
@@ -681,9 +692,20 @@ static void run_copies(run *r)
         }
         cb_die(CB_EXIT_CANNOT_RUN, "could not set up the copies (above)");
     }
+    r->phases_done = 0;
     for (int p = 0; p < r->nphases; p++) {
+        /* a signal stops the run between phases: the phase under way ends first (its
+         * copies are queued on the GPUs), then nothing more starts */
+        r->stop_run = cb_interrupted != 0;
+        pthread_barrier_wait(&r->barrier);
+        if (r->stop_run) {
+            r->interrupted = 1;
+            fprintf(cb_human(), "Interrupted before phase %d of %d\n", p + 1, r->nphases);
+            break;
+        }
         for (int b = 0; b < 3; b++)
             pthread_barrier_wait(&r->barrier);
+        r->phases_done = p + 1;
         if (!r->cfg->quiet) {
             char name[64];
             double w = phase_total(r, p, GC_H2D, NULL), rd = phase_total(r, p, GC_D2H, NULL);
@@ -714,7 +736,7 @@ static void collect(run *r)
     for (int i = 0; i < r->ngpus; i++) {
         if (r->gpus[i].worker.error[0]) {
             r->copy_errors++;
-            printf("ERROR: %s\n", r->gpus[i].worker.error);
+            fprintf(cb_human(), "ERROR: %s\n", r->gpus[i].worker.error);
         }
         for (int p = 0; p < r->nphases; p++) {
             const gc_result *res = &r->results[i][p];
@@ -724,7 +746,7 @@ static void collect(run *r)
             r->wrong += res->dev_errors + res->host_errors;
             if (res->dev_errors + res->host_errors) {
                 char name[64];
-                printf("VERIFICATION FAILED: GPU %d, phase %s: %llu wrong words (device %llu, host %llu), "
+                fprintf(cb_human(), "VERIFICATION FAILED: GPU %d, phase %s: %llu wrong words (device %llu, host %llu), "
                        "the first at byte %llu of the checked region\n",
                        r->gpus[i].cuda.index, phase_name(r, &r->phases[p], name, sizeof name),
                        (unsigned long long)(res->dev_errors + res->host_errors), (unsigned long long)res->dev_errors,
@@ -738,42 +760,42 @@ static void collect(run *r)
 /* The links as read under load (they replace the idle reading) and the speeds. */
 static void report_links_and_speeds(run *r)
 {
-    printf("Links read while copying:\n");
+    fprintf(cb_human(), "Links read while copying:\n");
     r->degraded_links = 0;
     for (int i = 0; i < r->ngpus; i++) {
-        printf("GPU %d (%s):\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf);
+        fprintf(cb_human(), "GPU %d (%s):\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf);
         print_gpu_links(&r->gpus[i], &r->degraded_links);
     }
-    printf("All GPUs at once (Gbit/s; %% of the GPU's negotiated link):\n");
+    fprintf(cb_human(), "All GPUs at once (Gbit/s; %% of the GPU's negotiated link):\n");
     for (int i = 0; i < r->ngpus; i++) {
         const gpu *g = &r->gpus[i];
         int idle;
         double link = gc_gpu_path_gbits(links_of(g, &idle));
-        printf("  GPU %d %s:", g->cuda.index, g->topo.bdf);
+        fprintf(cb_human(), "  GPU %d %s:", g->cuda.index, g->topo.bdf);
         if (r->pw >= 0) {
             double v = speed_of(&r->results[i][r->pw], GC_H2D);
-            printf(" write %.2f", v);
+            fprintf(cb_human(), " write %.2f", v);
             if (link > 0)
-                printf(" (%.1f%%)", 100 * v / link);
+                fprintf(cb_human(), " (%.1f%%)", 100 * v / link);
         }
         if (r->pr >= 0) {
             double v = speed_of(&r->results[i][r->pr], GC_D2H);
-            printf(" read %.2f", v);
+            fprintf(cb_human(), " read %.2f", v);
             if (link > 0)
-                printf(" (%.1f%%)", 100 * v / link);
+                fprintf(cb_human(), " (%.1f%%)", 100 * v / link);
         }
         if (r->pb >= 0)
-            printf(" bidir %.2f + %.2f", speed_of(&r->results[i][r->pb], GC_H2D), speed_of(&r->results[i][r->pb], GC_D2H));
-        printf("\n");
+            fprintf(cb_human(), " bidir %.2f + %.2f", speed_of(&r->results[i][r->pb], GC_H2D), speed_of(&r->results[i][r->pb], GC_D2H));
+        fputc('\n', cb_human());
     }
-    printf("  Total (theoretical %.2f):", r->reachable);
+    fprintf(cb_human(), "  Total (theoretical %.2f):", r->reachable);
     if (r->pw >= 0)
-        printf(" write %.2f (aggregate %.2f)", r->total_w, r->agg_w);
+        fprintf(cb_human(), " write %.2f (aggregate %.2f)", r->total_w, r->agg_w);
     if (r->pr >= 0)
-        printf(" read %.2f (aggregate %.2f)", r->total_r, r->agg_r);
+        fprintf(cb_human(), " read %.2f (aggregate %.2f)", r->total_r, r->agg_r);
     if (r->pb >= 0)
-        printf(" bidir %.2f + %.2f", r->bidir_w, r->bidir_r);
-    printf("\n");
+        fprintf(cb_human(), " bidir %.2f + %.2f", r->bidir_w, r->bidir_r);
+    fputc('\n', cb_human());
 }
 
 /* Each GPU alone, and together as a share of alone (the worst share is kept). */
@@ -782,21 +804,21 @@ static void report_alone(run *r)
     r->worst_share = 1;
     if (r->ngpus < 2 || r->cfg->alone_iterations == 0)
         return;
-    printf("Each GPU alone (Gbit/s; together as %% of alone):\n");
+    fprintf(cb_human(), "Each GPU alone (Gbit/s; together as %% of alone):\n");
     for (int i = 0; i < r->ngpus; i++) {
-        printf("  GPU %d:", r->gpus[i].cuda.index);
+        fprintf(cb_human(), "  GPU %d:", r->gpus[i].cuda.index);
         for (int k = GC_WRITE; k <= GC_READ; k++) {
             int pa = find_phase(r, k, i), pt = find_phase(r, k, -1);
-            if (pa < 0)
+            if (pa < 0 || pt < 0)
                 continue;
             int dir = k == GC_WRITE ? GC_H2D : GC_D2H;
             double alone = speed_of(&r->results[i][pa], dir), together = speed_of(&r->results[i][pt], dir);
             double share = alone > 0 ? together / alone : 0;
             if (share < r->worst_share)
                 r->worst_share = share;
-            printf(" %s %.2f (%.1f%%)", gc_kind_names[k], alone, 100 * share);
+            fprintf(cb_human(), " %s %.2f (%.1f%%)", gc_kind_names[k], alone, 100 * share);
         }
-        printf("\n");
+        fputc('\n', cb_human());
     }
 }
 
@@ -809,7 +831,7 @@ static int diagnose_placement(const run *r)
     for (int i = 0; i < r->ngpus; i++) {
         const gc_worker *w = &r->gpus[i].worker;
         if (nnuma > 1 && (!w->bound_cpu || !w->bound_mem)) {
-            printf("  GPU %d: %s%s%s: copies may cross the socket interconnect\n", r->gpus[i].cuda.index,
+            fprintf(cb_human(), "  GPU %d: %s%s%s: copies may cross the socket interconnect\n", r->gpus[i].cuda.index,
                    w->bound_cpu ? "" : "its thread is not bound to the GPU's CPUs",
                    !w->bound_cpu && !w->bound_mem ? " and " : "",
                    w->bound_mem ? "" : "its host buffer is not on the GPU's NUMA node");
@@ -821,13 +843,13 @@ static int diagnose_placement(const run *r)
         for (int i = 1; i < r->ngpus; i++)
             same &= r->gpus[i].place.numa_node == first;
         if (same) {
-            printf("  All %d GPUs hang off NUMA node %d of %d: one socket's PCIe root complex and memory "
+            fprintf(cb_human(), "  All %d GPUs hang off NUMA node %d of %d: one socket's PCIe root complex and memory "
                    "carry all the copies\n", r->ngpus, first, nnuma);
             causes++;
         }
     }
     if (r->worst_share < 0.90) {
-        printf("  All at once, a GPU reaches only %.0f%% of its speed alone: a bottleneck the GPUs share "
+        fprintf(cb_human(), "  All at once, a GPU reaches only %.0f%% of its speed alone: a bottleneck the GPUs share "
                "(a PCIe switch uplink, a root complex, or the memory or interconnect of a socket)\n",
                100 * r->worst_share);
         causes++;
@@ -840,24 +862,26 @@ static void diagnose(run *r)
     const gc_cfg *c = r->cfg;
     r->threshold = c->threshold_per_gpu > 0 ? c->threshold_per_gpu * r->ngpus : c->threshold;
     r->measured_both = r->pw >= 0 && r->pr >= 0;
-    r->passed = r->measured_both && !r->wrong && !r->copy_errors && r->total_w >= r->threshold &&
+    r->passed = !r->interrupted && r->measured_both && !r->wrong && !r->copy_errors && r->total_w >= r->threshold &&
                 r->total_r >= r->threshold;
-    printf("Diagnosis:\n");
+    fprintf(cb_human(), "Diagnosis:\n");
     int causes = 0;
     for (int i = 0; i < r->ngpus; i++) {
         char why[768];
         if (gpu_degraded(&r->gpus[i], why, sizeof why)) {
-            printf("  Likely cause: GPU %d (%s): %s\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf, why);
+            fprintf(cb_human(), "  Likely cause: GPU %d (%s): %s\n", r->gpus[i].cuda.index, r->gpus[i].topo.bdf, why);
             causes++;
         }
     }
     causes += print_shared(r, 0, "  ");
     causes += diagnose_placement(r);
     if (!causes)
-        printf("  Every link runs at its maximum and nothing shared limits the GPUs%s\n",
+        fprintf(cb_human(), "  Every link runs at its maximum and nothing shared limits the GPUs%s\n",
                r->passed ? "" : "; a low speed then comes from the host side (IOMMU, memory, CPU power states)");
-    if (!r->measured_both)
-        printf("  Compliance needs both write and read (--phases): not judged\n");
+    if (r->interrupted)
+        fprintf(cb_human(), "  Interrupted by %s: not judged\n", cb_interrupted_name());
+    else if (!r->measured_both)
+        fprintf(cb_human(), "  Compliance needs both write and read (--phases): not judged\n");
 }
 
 /* ---- the copies: emit ------------------------------------------------------------ */
@@ -962,12 +986,19 @@ static int emit(const run *r)
     int rc = r->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
     if (r->cfg->json_path) {
         cb_envelope env = {.test = "gpu-copy", .test_version = TEST_VERSION, .started = r->started,
-                           .duration_s = r->duration, .threshold = r->threshold, .passed = r->passed};
+                           .duration_s = r->duration, .threshold = r->threshold, .passed = r->passed,
+                           .interrupted = r->interrupted};
         cb_doc_parts parts = {.config = copy_json_config, .metrics = copy_json_metrics, .extra = copy_json_gpus};
         if (cb_doc_write(r->cfg->json_path, &env, &parts, r) != 0)
             rc = CB_EXIT_CANNOT_RUN;
     }
     results_begin();
+    if (r->interrupted) {
+        char what[128];
+        snprintf(what, sizeof what, "after %.2f s, %d of %d phases run; the figures cover those",
+                 r->duration, r->phases_done, r->nphases);
+        result_line("Interrupted", "%s -- %s", cb_interrupted_name(), what);
+    }
     if (r->pw >= 0)
         result_line("Total write speed", "%.2f Gbit/s", r->total_w);
     else
@@ -976,7 +1007,9 @@ static int emit(const run *r)
         result_line("Total read speed", "%.2f Gbit/s", r->total_r);
     else
         result_line("Total read speed", "not measured");
-    fflush(stdout);
+    fflush(cb_human());
+    if (r->interrupted)
+        return cb_exit_interrupted();
     return rc;
 }
 
@@ -987,7 +1020,7 @@ static int copy_mode(run *r)
     collect(r);
     report_links_and_speeds(r);
     report_alone(r);
-    printf("Verification: %llu GPU phases checked, %llu wrong words\n", (unsigned long long)r->checked,
+    fprintf(cb_human(), "Verification: %llu GPU phases checked, %llu wrong words\n", (unsigned long long)r->checked,
            (unsigned long long)r->wrong);
     diagnose(r);
     int rc = emit(r);
@@ -1003,6 +1036,8 @@ int main(int argc, char **argv)
     cb_prog = "gpu-copy";
     cb_opts_parse(&cmd, &cfg, argc, argv);
     check_cfg(&cfg);
+    /* from here SIGINT, SIGTERM or SIGHUP stops the copies after the phase under way */
+    cb_signals_install();
     r.cfg = &cfg;
     return cfg.explain_only ? explain_links(&r) : copy_mode(&r);
 }

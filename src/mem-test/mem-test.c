@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #define SLOT_ALIGN 4096
 
@@ -84,10 +85,12 @@ struct mt_run {
     pthread_barrier_t ready, go;
     uint64_t t0, sched_end, hard_stop;
     atomic_int finished;
+    _Atomic uint64_t stop_ns;  /* when a signal stopped the run (cb_interrupted); 0: not */
     /* collect */
     totals tot;
     double elapsed_s, measured_gbits, pct, late_pct;
     int passed;
+    int interrupted;           /* a signal stopped the run: the figures cover up to stop_ns */
 };
 
 /* ---- plan -------------------------------------------------------------------- */
@@ -261,9 +264,9 @@ static void cpus_str(const mt_run *run, int domain, char *buf, size_t len)
 static void print_plan(const mt_run *run)
 {
     const mt_params *p = &run->cfg.p;
-    printf("mem-test (cobalt-bench) %s on %s, started %s, kernels: %s\n", CB_VERSION, run->host,
+    fprintf(cb_human(), "mem-test (cobalt-bench) %s on %s, started %s, kernels: %s\n", CB_VERSION, run->host,
            run->started, mt_isa());
-    printf("Workload: %d station%s at %.3f Gbit/s input, reduction %d, packets of %zu B, "
+    fprintf(cb_human(), "Workload: %d station%s at %.3f Gbit/s input, reduction %d, packets of %zu B, "
            "blocks of %d/%d packets, %zu-byte samples\n",
            p->stations, p->stations > 1 ? "s" : "", p->input_gbits, p->reduction,
            p->packet_bytes, p->small_packets, p->large_packets, p->sample_bytes);
@@ -271,13 +274,13 @@ static void print_plan(const mt_run *run)
         const domain *dm = &run->domains[d];
         char cpus[1024];
         cpus_str(run, d, cpus, sizeof cpus);
-        printf("NUMA node %d: %d station%s, %d thread%s on CPUs %s, %.1f MiB of buffers, "
+        fprintf(cb_human(), "NUMA node %d: %d station%s, %d thread%s on CPUs %s, %.1f MiB of buffers, "
                "desired %.2f Gbit/s\n",
                dm->node->os_index, dm->stations, dm->stations == 1 ? "" : "s", dm->nthreads,
                dm->nthreads == 1 ? "" : "s", cpus, dm->buffer_bytes / 1048576.0, dm->desired_gbits);
     }
-    printf("Running %s for %.2f s\n", run->cfg.max_mode ? "unpaced (--max)" : "paced", run->sched_s);
-    fflush(stdout);
+    fprintf(cb_human(), "Running %s for %.2f s\n", run->cfg.max_mode ? "unpaced (--max)" : "paced", run->sched_s);
+    fflush(cb_human());
 }
 
 /* ---- the worker -------------------------------------------------------------- */
@@ -382,16 +385,41 @@ static job *next_job(worker *w, double *release_rel_ns)
     return j;
 }
 
+/* ---- interruption ------------------------------------------------------------ */
+/* The first thread that sees the signal's flag stamps the stop; everyone stops there. */
+static int stop_requested(mt_run *run)
+{
+    if (!cb_interrupted)
+        return 0;
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&run->stop_ns, &zero, cb_now_ns());
+    return 1;
+}
+
+/* Sleeps until t, in slices, so that a signal stops a slowly paced run at once;
+ * returns 1 when interrupted. */
+static int sleep_until_or_stop(mt_run *run, uint64_t t)
+{
+    for (;;) {
+        if (stop_requested(run))
+            return 1;
+        uint64_t now = cb_now_ns();
+        if (now >= t)
+            return 0;
+        cb_sleep_until_ns(t - now > 50000000ULL ? now + 50000000ULL : t);
+    }
+}
+
 static void worker_loop(worker *w)
 {
-    const mt_run *run = w->run;
+    mt_run *run = w->run;
     int paced = !run->cfg.max_mode;
     double rel = 0;
     for (job *j; (j = next_job(w, &rel));) {
         uint64_t release = run->t0 + (uint64_t)rel;
-        if (paced && release > cb_now_ns())
-            cb_sleep_until_ns(release);
-        if (cb_now_ns() >= run->hard_stop)
+        if (paced && release > cb_now_ns() && sleep_until_or_stop(run, release))
+            break;
+        if (stop_requested(run) || cb_now_ns() >= run->hard_stop)
             break;
         uint64_t traffic = run_block(w, j);
         uint64_t done = cb_now_ns();
@@ -404,9 +432,20 @@ static void worker_loop(worker *w)
         atomic_fetch_add_explicit(&w->progress_blocks, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->progress_late, (uint64_t)late, memory_order_relaxed);
     }
-    if (paced)
-        for (int k = 0; k < w->njobs; k++)
-            w->missed += w->jobs[k].nblocks - w->jobs[k].next_k;
+    if (!paced)
+        return;
+    uint64_t stop = atomic_load(&run->stop_ns);
+    for (int k = 0; k < w->njobs; k++) {
+        const job *j = &w->jobs[k];
+        uint64_t due = j->nblocks;
+        /* interrupted: only the blocks whose deadline passed before the stop were due */
+        if (stop) {
+            double span = stop > run->t0 ? (double)(stop - run->t0) : 0;
+            uint64_t by_stop = (uint64_t)floor(span / j->period_ns);
+            due = by_stop < due ? by_stop : due;
+        }
+        w->missed += due > j->next_k ? due - j->next_k : 0;
+    }
 }
 
 static void *worker_main(void *arg)
@@ -476,8 +515,9 @@ static void watch_workers(mt_run *run)
     uint64_t next = run->t0 + (uint64_t)(interval * 1e9);
     while (atomic_load(&run->finished) < run->nworkers) {
         cb_sleep_until_ns(fmin(next, cb_now_ns() + 50000000ULL));
+        stop_requested(run);
         uint64_t now = cb_now_ns();
-        if (now < next || now <= run->t0)
+        if (now < next || now <= run->t0 || atomic_load(&run->stop_ns))
             continue;
         next += (uint64_t)(interval * 1e9);
         if (run->cfg.quiet)
@@ -517,11 +557,17 @@ static void collect(mt_run *run)
         dm->late += w->late + w->missed;
         dm->scheduled += w->blocks + w->missed;
     }
+    uint64_t stop = atomic_load(&run->stop_ns);
+    run->interrupted = stop != 0;
     run->elapsed_s = run->sched_s;
     if (t->last_done_ns > run->sched_end) /* paced: caught up only after the schedule; max: last block */
         run->elapsed_s = (t->last_done_ns - run->t0) / 1e9;
     if (t->missed) /* it never caught up: the run ended at the hard stop */
         run->elapsed_s = (run->hard_stop - run->t0) / 1e9;
+    if (run->interrupted) { /* the measured time: from the start to the last block or the stop */
+        uint64_t end = t->last_done_ns > stop ? t->last_done_ns : stop;
+        run->elapsed_s = end > run->t0 ? (end - run->t0) / 1e9 : 0;
+    }
     uint64_t total = 0;
     for (int o = 0; o < MT_NOPS; o++)
         total += t->bytes[o];
@@ -529,7 +575,8 @@ static void collect(mt_run *run)
     run->pct = run->desired_gbits > 0 ? 100.0 * run->measured_gbits / run->desired_gbits : 0;
     uint64_t scheduled = t->blocks + t->missed;
     run->late_pct = scheduled ? 100.0 * (double)(t->late + t->missed) / (double)scheduled : 0;
-    run->passed = t->errors == 0 && run->pct >= run->cfg.threshold;
+    /* a run cut short is not judged compliant: it did not carry the planned load */
+    run->passed = !run->interrupted && t->errors == 0 && run->pct >= run->cfg.threshold;
 }
 
 static int op_selected(const mt_run *run, int o)
@@ -546,24 +593,25 @@ static double domain_late_pct(const domain *dm)
 static void diagnose(const mt_run *run)
 {
     const totals *t = &run->tot;
-    printf("Per operation:");
+    fprintf(cb_human(), "Per operation:");
     for (int o = 0; o < MT_NOPS; o++)
         if (op_selected(run, o))
-            printf(" %s %.2f Gbit/s", mt_op_names[o], cb_gbits((double)t->bytes[o], run->elapsed_s));
-    printf("\n");
+            fprintf(cb_human(), " %s %.2f Gbit/s", mt_op_names[o], cb_gbits((double)t->bytes[o], run->elapsed_s));
+    fputc('\n', cb_human());
     for (int d = 0; d < run->ndomains; d++) {
         const domain *dm = &run->domains[d];
-        printf("NUMA node %d: measured %.2f Gbit/s of %.2f desired, late %.3f%%\n",
+        fprintf(cb_human(), "NUMA node %d: measured %.2f Gbit/s of %.2f desired, late %.3f%%\n",
                dm->node->os_index, cb_gbits((double)dm->bytes, run->elapsed_s), dm->desired_gbits,
                domain_late_pct(dm));
     }
-    printf("Verification: %llu blocks checked, %llu errors\n", (unsigned long long)t->blocks,
+    fprintf(cb_human(), "Verification: %llu blocks checked, %llu errors\n", (unsigned long long)t->blocks,
            (unsigned long long)t->errors);
     if (t->missed)
-        printf("Not processed: %llu blocks (the node fell behind and did not catch up)\n",
-               (unsigned long long)t->missed);
+        fprintf(cb_human(), "Not processed: %llu blocks (%s)\n", (unsigned long long)t->missed,
+                run->interrupted ? "due before the run was interrupted"
+                                 : "the node fell behind and did not catch up");
     if (t->errors)
-        printf("VERIFICATION FAILED: %llu blocks did not hold the data they should; the speed is "
+        fprintf(cb_human(), "VERIFICATION FAILED: %llu blocks did not hold the data they should; the speed is "
                "not valid\n", (unsigned long long)t->errors);
 }
 
@@ -589,6 +637,10 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_num(j, "scheduled_duration_s", run->sched_s);
     cbj_int(j, "threads", run->nworkers);
     cbj_str(j, "kernels", mt_isa());
+    /* The machine's architecture as the kernel reports it (uname -m): which build ran,
+     * x86_64 or aarch64 (the arm partition), whatever the compiler targeted. */
+    struct utsname u;
+    cbj_str(j, "arch", uname(&u) == 0 ? u.machine : "unknown");
 }
 
 static void doc_metrics(cb_json *j, const void *ctx)
@@ -649,21 +701,30 @@ static int emit(const mt_run *run)
     if (run->cfg.json_path) {
         const cb_envelope env = {.test = "mem-test", .test_version = MT_TEST_VERSION,
                                  .started = run->started, .duration_s = run->elapsed_s,
-                                 .threshold = run->cfg.threshold, .passed = run->passed};
+                                 .threshold = run->cfg.threshold, .passed = run->passed,
+                                 .interrupted = run->interrupted};
         const cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics,
                                     .extra = doc_domains};
         if (cb_doc_write(run->cfg.json_path, &env, &parts, run) != 0)
             rc = CB_EXIT_CANNOT_RUN;
     }
-    cb_results_begin(stdout, MT_TEST_VERSION);
-    cb_results_line(stdout, "Desired speed", "%.2f Gbit/s", run->desired_gbits);
-    cb_results_line(stdout, "Measured speed", "%.2f Gbit/s (%.2f%% of desired)", run->measured_gbits,
+    cb_results_begin(cb_human(), MT_TEST_VERSION);
+    if (run->interrupted) {
+        char what[128];
+        snprintf(what, sizeof what, "after %.2f s of %.2f s; the figures cover that time",
+                 run->elapsed_s, run->sched_s);
+        cb_results_interrupted(cb_human(), what);
+    }
+    cb_results_line(cb_human(), "Desired speed", "%.2f Gbit/s", run->desired_gbits);
+    cb_results_line(cb_human(), "Measured speed", "%.2f Gbit/s (%.2f%% of desired)", run->measured_gbits,
                     run->pct);
     if (run->cfg.max_mode)
-        cb_results_line(stdout, "Average late", "n/a (--max runs unpaced)");
+        cb_results_line(cb_human(), "Average late", "n/a (--max runs unpaced)");
     else
-        cb_results_line(stdout, "Average late", "%.3f%%", run->late_pct);
-    fflush(stdout);
+        cb_results_line(cb_human(), "Average late", "%.3f%%", run->late_pct);
+    fflush(cb_human());
+    if (run->interrupted)
+        return cb_exit_interrupted();
     return rc;
 }
 
@@ -672,6 +733,8 @@ int main(int argc, char **argv)
     static mt_run run;
     cb_prog = "mem-test";
     mt_config_parse(&run.cfg, argc, argv);
+    /* from here a signal stops the measurement and still reports it */
+    cb_signals_install();
     plan(&run);
     print_plan(&run);
     start_workers(&run);

@@ -9,9 +9,10 @@
 static void parse_ops(const char *opt, const char *arg, void *dest)
 {
     unsigned mask = 0;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", arg);
-    for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char tok[32];
+    const char *cursor = arg;
+    int r;
+    while ((r = cb_list_next(&cursor, ",", tok, sizeof tok)) == 1) {
         int found = 0;
         for (int o = 0; o < MT_NOPS; o++)
             if (strcmp(tok, mt_op_names[o]) == 0) {
@@ -22,6 +23,9 @@ static void parse_ops(const char *opt, const char *arg, void *dest)
             cb_usage_error("invalid operation '%s' for %s: expected write, read, copy or transpose",
                            tok, opt);
     }
+    if (r < 0) /* "copy,", ",copy", "copy,,read": an empty item is a typo, not "all" */
+        cb_usage_error("invalid list '%s' for %s: an empty (or overlong) item; expected write, "
+                       "read, copy or transpose separated by commas", arg, opt);
     if (!mask)
         cb_usage_error("%s selects no operation", opt);
     *(unsigned *)dest = mask;
@@ -102,8 +106,13 @@ const cb_cmd mt_cmd = {
 "destination (copies and transposes), fills are spot-checked and reads summed\n"
 "against the known sum. A mismatch fails the run.\n"
 "\n"
+"SIGINT, SIGTERM or SIGHUP stops the run: the results block and the JSON document\n"
+"cover the time measured and say so (\"interrupted\": true); a second signal ends\n"
+"the program at once.\n"
+"\n"
 "Exit status: 0 compliant, 1 not compliant or verification failed,\n"
-"2 usage error, 3 could not run.\n",
+"2 usage error, 3 could not run, 128 + the signal's number when interrupted\n"
+"(130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n",
 };
 
 void mt_config_parse(mt_config *cfg, int argc, char **argv)

@@ -32,6 +32,7 @@ struct smt_sim {
     int *table;               /* open addressing: destination index + 1 */
     size_t table_size;
     _Atomic int in_flight, max_in_flight;
+    _Atomic uint32_t agents;  /* ports opened: each port's agent id, as the kernel counts */
 };
 
 #endif

@@ -20,6 +20,7 @@ typedef struct sim_port {
     sim_event **pool;             /* free events */
     size_t npool, cappool;
     uint64_t rng;
+    uint32_t agent_tid;           /* the high half of every TID this port sends */
 } sim_port;
 
 void smt_sim_params_default(smt_sim_params *p)
@@ -32,9 +33,8 @@ void smt_sim_params_default(smt_sim_params *p)
 /* ---- parameters --------------------------------------------------------------- */
 static int parse_share(const char *v, double *out)
 {
-    char *end;
-    double x = strtod(v, &end);
-    if (end == v || *end || !(x >= 0 && x <= 1))
+    double x;
+    if (cb_parse_f64(v, &x) != 0 || !(x >= 0 && x <= 1))
         return -1;
     *out = x;
     return 0;
@@ -42,12 +42,12 @@ static int parse_share(const char *v, double *out)
 
 const char *smt_sim_parse(const char *spec, smt_sim_params *p)
 {
-    char buf[1024];
-    if (strlen(spec) >= sizeof buf)
-        return "simulation description too long";
-    strcpy(buf, spec);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char tok[1024];
+    const char *cursor = spec;
+    int more;
+    while ((more = cb_list_next(&cursor, ",", tok, sizeof tok)) != 0) {
+        if (more < 0)
+            return "an empty item (two commas in a row, or one at the end) or one too long";
         char *eq = strchr(tok, '=');
         if (!eq)
             return "expected KEY=VALUE items: rtt, service, jitter, loss, error, queue, dead, seed";
@@ -65,27 +65,28 @@ const char *smt_sim_parse(const char *spec, smt_sim_params *p)
             if (parse_share(v, &p->error) != 0)
                 return "error is a share between 0 and 1";
         } else if (strcmp(k, "queue") == 0) {
-            char *end;
-            long q = strtol(v, &end, 10);
-            if (end == v || *end || q < 0 || q > 1000000)
-                return "queue is a number of MADs (0: no limit)";
+            uint64_t q;
+            if (cb_parse_u64(v, 10, &q) != 0 || q > 1000000)
+                return "queue is a number of MADs from 0 (no limit) to 1000000";
             p->queue = (int)q;
         } else if (strcmp(k, "seed") == 0) {
-            char *end;
-            unsigned long long s = strtoull(v, &end, 0);
-            if (end == v || *end)
-                return "seed is a number";
+            /* 18446744073709551616 or -1 must not wrap to 2^64 - 1 */
+            uint64_t s;
+            if (cb_parse_u64(v, 0, &s) != 0)
+                return "seed is a number from 0 to 18446744073709551615 (or 0x hexadecimal)";
             p->seed = s;
         } else if (strcmp(k, "dead") == 0) {
-            char lids[512];
-            snprintf(lids, sizeof lids, "%s", v);
-            char *s2 = NULL;
-            for (char *l = strtok_r(lids, ":", &s2); l; l = strtok_r(NULL, ":", &s2)) {
+            char l[64];
+            const char *lc = v;
+            int r;
+            while ((r = cb_list_next(&lc, ":", l, sizeof l)) == 1) {
                 smp_dest d;
                 if (smp_dest_parse(l, 0, &d) != NULL || p->ndead == 64)
                     return "dead is a list of up to 64 LIDs separated by ':'";
                 p->dead[p->ndead++] = d.lid;
             }
+            if (r < 0)
+                return "dead is a list of up to 64 LIDs separated by ':' (an empty item)";
         } else {
             return "unknown item; known: rtt, service, jitter, loss, error, queue, dead, seed";
         }
@@ -197,6 +198,9 @@ static int port_open(void *ctx, int worker, void **port, char *err, size_t errle
     }
     pt->f = ctx;
     pt->rng = pt->f->p.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)worker + 1;
+    /* Like the kernel's umad agents (and libumad2sim): a non-zero id of the
+     * port's own, which replaces the high half of every request's TID. */
+    pt->agent_tid = atomic_fetch_add(&pt->f->agents, 1) + 1;
     *port = pt;
     return 0;
 }
@@ -290,9 +294,14 @@ static void initial_value(const sim_dest *t, uint16_t attr, uint32_t mod, uint8_
     }
 }
 
-static int port_send(void *port, const smp_dest *d, const uint8_t *mad, int timeout_ms)
+static int port_send(void *port, const smp_dest *d, const uint8_t *caller_mad, int timeout_ms)
 {
     sim_port *pt = port;
+    /* the MAD as it leaves the port: the agent's id in the TID's high half */
+    uint8_t mad[SMP_MAD_SIZE];
+    memcpy(mad, caller_mad, SMP_MAD_SIZE);
+    for (int i = 0; i < 4; i++)
+        mad[8 + i] = (uint8_t)(pt->agent_tid >> (24 - 8 * i));
     smt_sim *f = pt->f;
     sim_event *e = new_event(pt);
     if (!e)

@@ -66,11 +66,8 @@ static void parse_method(const char *opt, const char *arg, void *dest)
  * 200, 200ms, 1.5s; whole milliseconds from 1 ms to 1 h. */
 static void parse_timeout(const char *opt, const char *arg, void *dest)
 {
-    char *end;
-    double ms = -1, s;
-    errno = 0;
-    double v = strtod(arg, &end);
-    if (end != arg && *end == '\0' && errno == 0 && *arg >= '0' && *arg <= '9')
+    double ms = -1, s, v;
+    if (cb_parse_f64(arg, &v) == 0 && *arg >= '0' && *arg <= '9')
         ms = v;
     else if (cb_parse_duration(arg, &s) == 0)
         ms = s * 1e3;
@@ -185,9 +182,15 @@ static const cb_cmd cmd = {
         "  ATTR                      attribute: a number (0x19) or a name (NodeInfo,\n"
         "                            PortInfo, SwitchInfo, LinearForwardingTable, ...)\n"
         "  MOD                       attribute modifier (default 0)\n",
-    .more = "Exit status: 0 compliant, 1 not compliant (drops, errors, rate), 2 usage error,\n"
+    .more = "SIGINT, SIGTERM or SIGHUP stops the run: no MAD is sent or re-sent after it, those\n"
+            "on the wire get one timeout to answer, and the table, the results block and the\n"
+            "JSON document (\"interrupted\": true) cover the time up to the signal; a second\n"
+            "signal ends the program at once.\n"
+            "\n"
+            "Exit status: 0 compliant, 1 not compliant (drops, errors, rate), 2 usage error,\n"
             "3 could not run (no InfiniBand device, no permission, a destination that does not\n"
-            "answer the GET before a SET).\n",
+            "answer the GET before a SET), 128 + the signal's number when interrupted (130\n"
+            "SIGINT, 143 SIGTERM, 129 SIGHUP).\n",
     .opts = opts,
     .operands = 3,
 };
@@ -219,6 +222,7 @@ typedef struct run_state {
     smt_dest_stats *per_rank;  /* MPI: each rank's total; NULL otherwise */
     smt_dest_stats total;
     double elapsed;
+    int interrupted;           /* a signal stopped the run (on any rank, MPI) */
     /* diagnose */
     double rate;
     uint64_t errors;
@@ -266,17 +270,25 @@ static void add_dest(run_state *st, const char *text)
     st->ndests++;
 }
 
+/* --lids "9,12" or --paths "0,1;0,1,3": every item a destination; an empty item ("9,,12",
+ * "9,", ";0,1") is a usage error, not skipped. Spaces around a path are allowed. */
 static void add_list(run_state *st, const char *arg, const char *seps, const char *what)
 {
-    char *buf = strdup(arg), *save = NULL;
-    int n = 0;
-    if (!buf)
-        cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    for (char *tok = strtok_r(buf, seps, &save); tok; tok = strtok_r(NULL, seps, &save), n++)
-        add_dest(st, tok);
-    free(buf);
-    if (n == 0)
-        cb_usage_error("%s names no destination", what);
+    char tok[600];
+    const char *cursor = arg;
+    int r;
+    while ((r = cb_list_next(&cursor, seps, tok, sizeof tok)) == 1) {
+        char *item = tok + strspn(tok, " ");
+        size_t n = strlen(item);
+        while (n > 0 && item[n - 1] == ' ')
+            item[--n] = '\0';
+        if (!*item)
+            break;
+        add_dest(st, item);
+    }
+    if (r != 0)
+        cb_usage_error("invalid list '%s' for %s: an empty item (two separators in a row, or one "
+                       "at the start or end)", arg, what);
 }
 
 /* DEST (unless --lids or --paths), ATTR and MOD. */
@@ -293,7 +305,7 @@ static void parse_operands(run_state *st, int argc, char **argv, int first)
     if (o->lids_arg)
         add_list(st, o->lids_arg, ",", "--lids");
     else if (o->paths_arg)
-        add_list(st, o->paths_arg, "; ", "--paths");
+        add_list(st, o->paths_arg, ";", "--paths");
     else
         add_dest(st, argv[i++]);
     if (smp_attr_parse(argv[i], &o->c.req.attr) != 0)
@@ -301,10 +313,8 @@ static void parse_operands(run_state *st, int argc, char **argv, int first)
                        argv[i]);
     i++;
     if (i < argc) {
-        char *end;
-        errno = 0;
-        unsigned long long m = strtoull(argv[i], &end, 0);
-        if (end == argv[i] || *end || errno || m > 0xffffffffULL || argv[i][0] == '-')
+        uint64_t m;
+        if (cb_parse_u64(argv[i], 0, &m) != 0 || m > 0xffffffffULL)
             cb_usage_error("invalid attribute modifier '%s': expected a number up to 0xffffffff", argv[i]);
         o->c.req.mod = (uint32_t)m;
     }
@@ -415,25 +425,28 @@ static void print_header(const run_state *st)
     const smt_config *c = &st->o.c;
     if (st->rank != 0)
         return;
-    printf("%s (cobalt-bench) %s on %s, started %s\n", PROG, CB_VERSION, st->host, st->started);
+    fprintf(cb_human(), "%s (cobalt-bench) %s on %s, started %s\n", PROG, CB_VERSION, st->host, st->started);
     if (st->sim)
-        printf("Transport: TEST FABRIC (in-process emulation, no InfiniBand): %s\n", st->sim_desc);
+        fprintf(cb_human(), "Transport: TEST FABRIC (in-process emulation, no InfiniBand): %s\n", st->sim_desc);
     else
-        printf("Transport: umad, device %s port %d (LID %u)\n", st->umad.ca_found, st->umad.port_found,
+        fprintf(cb_human(), "Transport: umad, device %s port %d (LID %u)\n", st->umad.ca_found, st->umad.port_found,
                st->umad.base_lid);
-    printf("MAD: %s(%s, attribute 0x%04x) modifier 0x%x, %s, %d destination%s%s\n",
+    /* the method by name and by number: the seed document's table has the numbers the other
+     * way round (1 = SET), so the user sees what was sent whichever they believed */
+    fprintf(cb_human(), "MAD: %s(%s, attribute 0x%04x) modifier 0x%x, method %d (%s), %s, %d destination%s%s\n",
            c->req.method == SMP_METHOD_SET ? "SubnSet" : "SubnGet", smp_attr_name(c->req.attr),
-           c->req.attr, c->req.mod, st->o.direct ? "directed route" : "LID routed", c->ndests,
+           c->req.attr, c->req.mod, c->req.method, c->req.method == SMP_METHOD_SET ? "set" : "get",
+           st->o.direct ? "directed route" : "LID routed", c->ndests,
            c->ndests == 1 ? "" : "s",
            c->req.method == SMP_METHOD_SET ? " (each set to the value it holds)" : "");
-    printf("Window: %d per destination, %d local; %d worker%s%s; timeout %d ms, %d retr%s; %.2f s\n",
+    fprintf(cb_human(), "Window: %d per destination, %d local; %d worker%s%s; timeout %d ms, %d retr%s; %.2f s\n",
            c->dest_depth, c->local_depth, c->workers, c->workers == 1 ? "" : "s",
            st->nranks > 1 ? " per rank" : "", c->timeout_ms, c->retries, c->retries == 1 ? "y" : "ies",
            c->duration_s);
 #ifdef SMT_WITH_MPI
-    printf("MPI: %d ranks, a barrier before each send round\n", st->nranks);
+    fprintf(cb_human(), "MPI: %d ranks, a barrier before each send round\n", st->nranks);
 #endif
-    fflush(stdout);
+    fflush(cb_human());
 }
 
 /* ---- run ---------------------------------------------------------------------------------- */
@@ -441,6 +454,11 @@ static void run(run_state *st)
 {
     int rc = smt_run(&st->o.c, &st->res);
     agree_or_die(st, rc != 0, st->res.error);
+    st->interrupted = st->res.interrupted;
+#ifdef SMT_WITH_MPI
+    /* a signal that reached one rank marks the whole run interrupted */
+    MPI_Allreduce(&st->res.interrupted, &st->interrupted, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+#endif
 }
 
 /* ---- collect: rows per destination (one process) or per rank (MPI, one destination) ------ */
@@ -519,7 +537,8 @@ static int diagnose(run_state *st)
 {
     st->rate = rate_of(&st->total, st->elapsed);
     st->errors = st->total.status_errors + st->total.bad;
-    st->passed = st->errors == 0 && st->total.drops <= (uint64_t)st->o.max_drops &&
+    /* a run cut short is not judged compliant */
+    st->passed = !st->interrupted && st->errors == 0 && st->total.drops <= (uint64_t)st->o.max_drops &&
                  st->rate >= st->o.min_rate;
     return st->passed ? CB_EXIT_OK : CB_EXIT_NOT_COMPLIANT;
 }
@@ -528,7 +547,7 @@ static int diagnose(run_state *st)
 static void print_row(const row *r, double elapsed)
 {
     const smt_dest_stats *s = r->s;
-    printf("  %-18s %10llu %10llu %10.1f %9.1f %9.1f %9.1f %8llu %8llu %7llu %7llu %5d\n", r->name,
+    fprintf(cb_human(), "  %-18s %10llu %10llu %10.1f %9.1f %9.1f %9.1f %8llu %8llu %7llu %7llu %5d\n", r->name,
            (unsigned long long)s->sent, (unsigned long long)s->answered, rate_of(s, elapsed),
            us(smp_hist_mean(&s->latency)), us(smp_hist_quantile(&s->latency, 0.5)),
            us(smp_hist_quantile(&s->latency, 0.99)), (unsigned long long)s->timeouts,
@@ -540,33 +559,38 @@ static void print_report(const run_state *st)
 {
     const smt_dest_stats *total = &st->total;
     const char *what = st->per_rank ? "rank" : "destination";
-    printf("Per %s (MAD/s over the %.2f s timed; latency from first send to response, us):\n", what,
+    fprintf(cb_human(), "Per %s (MAD/s over the %.2f s timed; latency from first send to response, us):\n", what,
            st->elapsed);
-    printf("  %-18s %10s %10s %10s %9s %9s %9s %8s %8s %7s %7s %5s\n", what, "sent", "answered",
+    fprintf(cb_human(), "  %-18s %10s %10s %10s %9s %9s %9s %8s %8s %7s %7s %5s\n", what, "sent", "answered",
            "MAD/s", "avg", "p50", "p99", "timeouts", "retries", "drops", "errors", "max");
     for (int i = 0; i < st->nrows; i++)
         print_row(&st->rows[i], st->elapsed);
     row trow = {.s = total, .max_in_flight = st->res.max_local_in_flight};
     snprintf(trow.name, sizeof trow.name, "total");
     print_row(&trow, st->elapsed);
-    printf("('max': most MADs on the wire at once, to the destination or, for the total, from the local port)\n");
+    fprintf(cb_human(), "('max': most MADs on the wire at once, to the destination or, for the total, from the local port)\n");
     if (st->res.drain_s > 0.0005)
-        printf("After the timed period: %.3f s for the MADs still on the wire\n", st->res.drain_s);
+        fprintf(cb_human(), "After the timed period: %.3f s for the MADs still on the wire\n", st->res.drain_s);
+    if (st->res.abandoned)
+        fprintf(cb_human(), "Abandoned when interrupted: %llu MADs still on the wire (not counted as drops)\n",
+                (unsigned long long)st->res.abandoned);
     if (st->res.stale)
-        printf("Late responses (after their attempt had timed out): %llu\n", (unsigned long long)st->res.stale);
+        fprintf(cb_human(), "Late responses (after their attempt had timed out): %llu\n", (unsigned long long)st->res.stale);
     if (total->first_problem[0])
-        printf("First problem: %s\n", total->first_problem);
+        fprintf(cb_human(), "First problem: %s\n", total->first_problem);
     if (total->bad)
-        printf("VERIFICATION FAILED: %llu responses did not match their request\n", (unsigned long long)total->bad);
+        fprintf(cb_human(), "VERIFICATION FAILED: %llu responses did not match their request\n", (unsigned long long)total->bad);
     if (!st->passed) {
-        printf("Not compliant:");
+        fprintf(cb_human(), "Not compliant:");
         if (st->errors)
-            printf(" %llu errors;", (unsigned long long)st->errors);
+            fprintf(cb_human(), " %llu errors;", (unsigned long long)st->errors);
         if (total->drops > (uint64_t)st->o.max_drops)
-            printf(" %llu drops (at most %ld allowed);", (unsigned long long)total->drops, st->o.max_drops);
+            fprintf(cb_human(), " %llu drops (at most %ld allowed);", (unsigned long long)total->drops, st->o.max_drops);
         if (st->rate < st->o.min_rate)
-            printf(" %.1f MAD/s is below %.1f;", st->rate, st->o.min_rate);
-        printf("\n");
+            fprintf(cb_human(), " %.1f MAD/s is below %.1f;", st->rate, st->o.min_rate);
+        if (st->interrupted)
+            fprintf(cb_human(), " interrupted by %s;", cb_interrupted_name() ? cb_interrupted_name() : "a signal");
+        fprintf(cb_human(), "\n");
     }
 }
 
@@ -618,6 +642,7 @@ static void json_metrics(cb_json *j, const void *ctx)
     cbj_metric(j, "status_errors", (double)t->status_errors, "MADs");
     cbj_metric(j, "verification_errors", (double)t->bad, "errors");
     cbj_metric(j, "late_responses", (double)st->res.stale, "MADs");
+    cbj_metric(j, "abandoned", (double)st->res.abandoned, "MADs");
     cbj_metric(j, "max_local_in_flight", st->res.max_local_in_flight, "MADs");
     int maxd = 0;
     for (int d = 0; d < st->o.c.ndests; d++)
@@ -671,7 +696,8 @@ static void json_compliance(cb_json *j, const void *ctx)
 static int write_json(const run_state *st)
 {
     cb_envelope env = {.test = PROG, .test_version = TEST_VERSION, .started = st->started,
-                       .duration_s = st->elapsed, .threshold = st->o.min_rate, .passed = st->passed};
+                       .duration_s = st->elapsed, .threshold = st->o.min_rate, .passed = st->passed,
+                       .interrupted = st->interrupted};
     cb_doc_parts parts = {.config = json_config, .metrics = json_metrics, .extra = json_rows,
                           .compliance = json_compliance};
     return cb_doc_write(st->o.json_path, &env, &parts, st);
@@ -681,28 +707,41 @@ static int write_json(const run_state *st)
 static void print_results(const run_state *st)
 {
     const smt_dest_stats *t = &st->total;
-    cb_results_begin(stdout, TEST_VERSION);
-    cb_results_line(stdout, "MAD rate", "%.1f MAD/s", st->rate);
-    cb_results_line(stdout, "Latency", "avg %.1f us, p50 %.1f us, p99 %.1f us",
+    cb_results_begin(cb_human(), TEST_VERSION);
+    if (st->interrupted) {
+        char what[160];
+        snprintf(what, sizeof what, "after %.2f s of %.2f s; the figures cover that time",
+                 st->elapsed, st->o.c.duration_s);
+        if (cb_interrupted)
+            cb_results_interrupted(cb_human(), what);
+        else /* MPI: another rank got the signal */
+            cb_results_line(cb_human(), "Interrupted", "a signal to another rank -- %s", what);
+    }
+    cb_results_line(cb_human(), "MAD rate", "%.1f MAD/s", st->rate);
+    cb_results_line(cb_human(), "Latency", "avg %.1f us, p50 %.1f us, p99 %.1f us",
                     us(smp_hist_mean(&t->latency)), us(smp_hist_quantile(&t->latency, 0.5)),
                     us(smp_hist_quantile(&t->latency, 0.99)));
-    cb_results_line(stdout, "MADs", "%llu sent, %llu answered", (unsigned long long)t->sent,
+    cb_results_line(cb_human(), "MADs", "%llu sent, %llu answered", (unsigned long long)t->sent,
                     (unsigned long long)t->answered);
-    cb_results_line(stdout, "Timeouts", "%llu", (unsigned long long)t->timeouts);
-    cb_results_line(stdout, "Retries", "%llu", (unsigned long long)t->retries);
-    cb_results_line(stdout, "Drops", "%llu", (unsigned long long)t->drops);
-    cb_results_line(stdout, "Errors", "%llu", (unsigned long long)st->errors);
-    fflush(stdout);
+    cb_results_line(cb_human(), "Timeouts", "%llu", (unsigned long long)t->timeouts);
+    cb_results_line(cb_human(), "Retries", "%llu", (unsigned long long)t->retries);
+    cb_results_line(cb_human(), "Drops", "%llu", (unsigned long long)t->drops);
+    cb_results_line(cb_human(), "Errors", "%llu", (unsigned long long)st->errors);
+    fflush(cb_human());
 }
 
 static int emit(const run_state *st, int rc)
 {
     if (st->rank != 0)
         return rc;
-    print_report(st);
+    /* the document first: after a signal mpirun forwards no output while it waits to kill
+     * the ranks, and a full pipe would block rank 0 before it wrote the document */
     if (st->o.json_path && write_json(st) != 0)
         rc = CB_EXIT_CANNOT_RUN;
+    print_report(st);
     print_results(st);
+    if (st->interrupted)
+        rc = cb_interrupted ? cb_exit_interrupted() : 128 + SIGTERM;
     return rc;
 }
 
@@ -731,6 +770,8 @@ int main(int argc, char **argv)
     }
 #endif
     parse_args(&st, argc, argv);
+    /* from here SIGINT, SIGTERM or SIGHUP stops the MADs and still reports (window.h) */
+    cb_signals_install();
     plan(&st);
     print_header(&st);
     run(&st);

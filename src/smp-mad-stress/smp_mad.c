@@ -1,5 +1,6 @@
 /* SMP encoding, response checks, destinations, attribute names, histogram. */
 #include "smp_mad.h"
+#include "../common/cb_common.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -83,7 +84,10 @@ const char *smp_check_response(const uint8_t *resp, const uint8_t *req)
         return "management class differs from the request's";
     if (resp[OFF_METHOD] != SMP_METHOD_GET_RESP)
         return "method is not GetResp";
-    if (get64(resp + OFF_TID) != get64(req + OFF_TID))
+    /* Only the low half is the tool's: the kernel's umad write path (and
+     * libumad2sim, which stands in for it) puts the agent's own value in the
+     * high half of every request, and the response carries that value back. */
+    if (get32(resp + OFF_TID + 4) != get32(req + OFF_TID + 4))
         return "transaction id differs from the request's";
     if (get16(resp + OFF_ATTR) != get16(req + OFF_ATTR))
         return "attribute differs from the request's";
@@ -107,16 +111,14 @@ void smp_make_response(uint8_t *resp, const uint8_t *req, uint16_t status, const
 }
 
 /* ---- destinations ------------------------------------------------------- */
+/* Decimal or 0x hexadecimal (a leading 0 is not octal: "010" is ten), through the one
+ * strict parser of src/common: no sign, no wrap-around. */
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
-    char *end;
-    if (!isdigit((unsigned char)*s))
+    uint64_t v;
+    if (cb_parse_u64(s, 0, &v) != 0 || v > max)
         return -1;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 0);
-    if (errno || *end || v > max)
-        return -1;
-    *out = v;
+    *out = (unsigned long)v;
     return 0;
 }
 
@@ -124,6 +126,8 @@ const char *smp_dest_parse(const char *s, int direct, smp_dest *out)
 {
     memset(out, 0, sizeof *out);
     out->direct = direct;
+    if (!*s)
+        return "empty (two separators in a row, or one at the end?)";
     if (!direct) {
         unsigned long v;
         if (parse_uint(s, 0xffff, &v) != 0)
@@ -290,10 +294,18 @@ double smp_hist_quantile(const smp_hist *h, double q)
 
 int smp_parse_duration(const char *s, double unit_ns, uint64_t *ns)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v) || v < 0)
+    /* the number (the one strict parser: no nan, inf, hex or spaces), then the unit */
+    char num[64];
+    size_t n = strlen(s);
+    while (n > 0 && ((s[n - 1] | 0x20) >= 'a' && (s[n - 1] | 0x20) <= 'z' && (s[n - 1] | 0x20) != 'e'))
+        n--;
+    const char *end = s + n;
+    double v;
+    if (n == 0 || n >= sizeof num)
+        return -1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    if (cb_parse_f64(num, &v) != 0 || v < 0)
         return -1;
     double mult = unit_ns;
     if (*end) {

@@ -64,9 +64,11 @@ uint64_t smp_tid(const uint8_t *mad);
 uint16_t smp_status(const uint8_t *mad); /* without the D bit of directed routes */
 static inline const uint8_t *smp_data(const uint8_t *mad) { return mad + SMP_DATA_OFF; }
 
-/* Checks a response against its request: a GetResp of the same class, TID,
- * attribute and modifier, with the D bit set on directed routes. Returns NULL,
- * or what is wrong. A non-zero MAD status is not checked here (smp_status). */
+/* Checks a response against its request: a GetResp of the same class, low 32
+ * bits of the TID (the tool's part: the kernel writes its agent's id into the
+ * high 32 of every request on its way out), attribute and modifier, with the
+ * D bit set on directed routes. Returns NULL, or what is wrong. A non-zero
+ * MAD status is not checked here (smp_status). */
 const char *smp_check_response(const uint8_t *resp, const uint8_t *req);
 
 /* Writes the response a device would give to req into resp: GetResp, the

@@ -41,6 +41,7 @@ typedef struct shared {
     _Atomic int finished;   /* workers done */
     _Atomic int failed;
     uint64_t last_round_ns; /* MPI mode: when the last round ended */
+    _Atomic uint64_t stop_ns; /* when a signal stopped the run; 0: not stopped */
     _Atomic uint64_t progress_answered;
 } shared;
 
@@ -55,7 +56,7 @@ typedef struct worker {
     uint16_t *gen;
     int next_dest;
     smt_dest_stats *stats;  /* per destination */
-    uint64_t stale, rounds;
+    uint64_t stale, rounds, abandoned;
     char error[256];
     pthread_t th;
 } worker;
@@ -81,6 +82,17 @@ const char *smt_config_check(const smt_config *c)
     if (c->round_sync && (c->workers != 1 || c->ndests != 1))
         return "send rounds (MPI mode) need a single destination and a single worker";
     return NULL;
+}
+
+/* ---- interruption -------------------------------------------------------------- */
+/* The first thread that sees the signal's flag stamps the time; the run is timed to it. */
+static int stop_requested(shared *sh)
+{
+    if (!cb_interrupted)
+        return 0;
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&sh->stop_ns, &zero, cb_now_ns());
+    return 1;
 }
 
 /* ---- window reservations ---------------------------------------------------- */
@@ -209,6 +221,12 @@ static int timed_out(worker *w, int i)
     slot *s = &w->slots[i];
     smt_dest_stats *st = &w->stats[s->dest];
     st->timeouts++;
+    if (s->attempt < c->retries && cb_interrupted) {
+        /* stopping: no retry is sent, so this MAD was not dropped either */
+        w->abandoned++;
+        finish(w, i);
+        return 0;
+    }
     if (s->attempt < c->retries) {
         s->attempt++;
         int rc, tries = 0;
@@ -227,6 +245,10 @@ static int timed_out(worker *w, int i)
         return -1;
     }
     st->drops++;
+    /* names the destination in the output: unreachable (a link down) or overloaded */
+    char msg[64];
+    snprintf(msg, sizeof msg, "no response after %d attempt%s", s->attempt + 1, s->attempt ? "s" : "");
+    note_problem(st, msg);
     finish(w, i);
     return 0;
 }
@@ -237,7 +259,8 @@ static void answered(worker *w, int i, const uint8_t *resp, uint64_t now)
     slot *s = &w->slots[i];
     smt_dest_stats *st = &w->stats[s->dest];
     st->answered++;
-    if (now <= sh->end_ns)
+    uint64_t stop = atomic_load_explicit(&sh->stop_ns, memory_order_relaxed);
+    if (now <= sh->end_ns && (!stop || now <= stop))
         st->answered_in_time++;
     smp_hist_add(&st->latency, now - s->first_ns);
     const char *why = smp_check_response(resp, s->mad);
@@ -328,7 +351,7 @@ static void run_continuous(worker *w)
     shared *sh = w->sh;
     for (;;) {
         uint64_t now = cb_now_ns();
-        if (now >= sh->end_ns || atomic_load(&sh->failed))
+        if (now >= sh->end_ns || atomic_load(&sh->failed) || stop_requested(sh))
             break;
         if (fill(w, w->nslots) < 0)
             return;
@@ -343,7 +366,8 @@ static void run_rounds(worker *w)
     const smt_config *c = sh->c;
     /* every round: all ranks meet, send a window's worth, wait for all of it */
     uint64_t round_deadline = (uint64_t)(c->retries + 1) * (c->timeout_ms * 1000000ULL + LOST_GRACE_NS);
-    while (c->round_sync(c->round_arg, cb_now_ns() < sh->end_ns)) {
+    /* a signal on any rank stops every rank after the same round (round_sync agrees) */
+    while (c->round_sync(c->round_arg, cb_now_ns() < sh->end_ns && !stop_requested(sh))) {
         w->rounds++;
         if (fill(w, w->nslots) < 0)
             return;
@@ -365,16 +389,22 @@ static void *worker_main(void *arg)
             run_rounds(w);
         else
             run_continuous(w);
-        /* the MADs still on the wire: each gets its answer or its timeouts */
+        /* the MADs still on the wire: each gets its answer or its timeouts; stopped by a
+         * signal, one timeout's time and no retries (timed_out), so the stop is prompt */
         if (!w->error[0]) {
             const smt_config *c = sh->c;
             uint64_t deadline = cb_now_ns() + (uint64_t)(c->retries + 1) *
                 (c->timeout_ms * 1000000ULL + LOST_GRACE_NS) + 1000000000ULL;
+            if (cb_interrupted)
+                deadline = cb_now_ns() + c->timeout_ms * 1000000ULL + LOST_GRACE_NS;
             drain(w, deadline);
         }
-        /* whatever is left never came back */
+        /* whatever is left never came back (or, stopped by a signal, was not waited for) */
         for (int i = 0; i < w->nslots; i++)
-            if (w->slots[i].in_use) {
+            if (w->slots[i].in_use && cb_interrupted) {
+                w->abandoned++;
+                finish(w, i);
+            } else if (w->slots[i].in_use) {
                 w->stats[w->slots[i].dest].drops++;
                 note_problem(&w->stats[w->slots[i].dest], "no response and no timeout from the port");
                 finish(w, i);
@@ -522,7 +552,7 @@ static void watch(run_state *st, int started)
     uint64_t next = sh->start_ns + 1000000000ULL;
     while (atomic_load(&sh->finished) < started) {
         uint64_t now = cb_now_ns();
-        if (c->progress && now >= next && now < sh->end_ns) {
+        if (c->progress && now >= next && now < sh->end_ns && !stop_requested(sh)) {
             fprintf(stderr, "[%6.1f s / %.1f s] %llu MADs answered\n",
                     (now - sh->start_ns) / 1e9, c->duration_s,
                     (unsigned long long)atomic_load(&sh->progress_answered));
@@ -559,6 +589,12 @@ static int run_workers(run_state *st)
         return rc;
     uint64_t last = cb_now_ns();
     r->elapsed_s = c->duration_s;
+    uint64_t stop = atomic_load(&sh->stop_ns);
+    /* a signal at any time cut the run short: the timed period, or the wait for the MADs
+     * still on the wire (whose retries it did not send) */
+    r->interrupted = stop != 0 || cb_interrupted != 0;
+    if (stop && stop < sh->end_ns)
+        r->elapsed_s = stop > sh->start_ns ? (stop - sh->start_ns) / 1e9 : 0;
     if (c->round_sync) /* rounds run to completion: the period is theirs */
         r->elapsed_s = (sh->last_round_ns - sh->start_ns) / 1e9;
     r->drain_s = last > sh->end_ns ? (last - sh->end_ns) / 1e9 : 0;
@@ -583,6 +619,7 @@ static void collect(run_state *st)
         }
         r->stale += w->stale;
         r->rounds += w->rounds;
+        r->abandoned += w->abandoned;
     }
     smt_dest_stats *t = &r->total;
     for (int d = 0; d < c->ndests; d++) {

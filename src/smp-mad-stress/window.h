@@ -89,13 +89,18 @@ typedef struct smt_result {
     int *max_dest_in_flight; /* ndests entries */
     uint64_t stale;        /* replies to no MAD on the wire (late after a timeout) */
     uint64_t rounds;       /* MPI mode: send rounds */
+    int interrupted;       /* a signal (cb_interrupted) stopped the run before its end */
+    uint64_t abandoned;    /* interrupted: MADs still on the wire, neither answered nor
+                              dropped (their retries were not sent) */
     char error[256];       /* a fatal error, if smt_run returned non-zero */
 } smt_result;
 
 /* Checks a configuration; returns NULL or why it cannot run. */
 const char *smt_config_check(const smt_config *c);
 
-/* Runs the workload. For SET it first reads each destination's current value
+/* Runs the workload. SIGINT, SIGTERM or SIGHUP (cb_interrupted, after cb_signals_install)
+ * stops the sending at once; the MADs on the wire get one timeout's time to answer, without
+ * retries; r->elapsed_s is then the time up to the signal. For SET it first reads each destination's current value
  * (one GET each) and then sets that value, so the fabric's state does not
  * change. Returns 0, or -1 with r->error set (a port could not be opened, a
  * send failed hard, a destination did not answer the GET before a SET). */

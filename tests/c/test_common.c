@@ -40,6 +40,62 @@ static void test_intlist(void)
     CHECK(cb_parse_intlist("0-100", v, 16) == -1); /* more than fits */
 }
 
+/* The one number parser: whole strings only, nothing wraps, no NaN or infinity, no
+ * empty list item (issue 14: --mkey=-1, seed=2^64, --ops=copy, and -L 1,,2 got through). */
+static void test_strict_numbers(void)
+{
+    uint64_t u;
+    int64_t i;
+    double d;
+    CHECK(cb_parse_u64("18446744073709551615", 10, &u) == 0 && u == UINT64_MAX);
+    CHECK(cb_parse_u64("0x1F", 0, &u) == 0 && u == 31);
+    CHECK(cb_parse_u64("0x1F", 10, &u) == -1); /* hexadecimal only where asked for */
+    const char *bad_u[] = {"", "-1", "+1", " 1", "1 ", "18446744073709551616", "0x", "1x",
+                           "0x10000000000000000", "1e3", "nan", "1,2"};
+    for (size_t k = 0; k < sizeof bad_u / sizeof bad_u[0]; k++) {
+        u = 7;
+        CHECK(cb_parse_u64(bad_u[k], 0, &u) == -1 && u == 7);
+    }
+    CHECK(cb_parse_i64("-9223372036854775808", &i) == 0 && i == INT64_MIN);
+    CHECK(cb_parse_i64("42", &i) == 0 && i == 42);
+    const char *bad_i[] = {"", "-", "--1", "+1", " 1", "9223372036854775808", "1.0", "0x10", "1-"};
+    for (size_t k = 0; k < sizeof bad_i / sizeof bad_i[0]; k++)
+        CHECK(cb_parse_i64(bad_i[k], &i) == -1);
+    CHECK(cb_parse_f64("2.5e3", &d) == 0 && d == 2500);
+    CHECK(cb_parse_f64("-.5", &d) == 0 && d == -0.5);
+    const char *bad_f[] = {"", "nan", "NaN", "inf", "-inf", "infinity", "1e999", "1e-400", "0x1p3",
+                           " 1", "1 ", "1e", ".", "-", "1..2", "1,5"};
+    for (size_t k = 0; k < sizeof bad_f / sizeof bad_f[0]; k++)
+        CHECK(cb_parse_f64(bad_f[k], &d) == -1);
+
+    char item[8];
+    const char *cur = "a,bb,c";
+    CHECK(cb_list_next(&cur, ",", item, sizeof item) == 1 && strcmp(item, "a") == 0);
+    CHECK(cb_list_next(&cur, ",", item, sizeof item) == 1 && strcmp(item, "bb") == 0);
+    CHECK(cb_list_next(&cur, ",", item, sizeof item) == 1 && strcmp(item, "c") == 0);
+    CHECK(cb_list_next(&cur, ",", item, sizeof item) == 0);
+    const char *bad_l[] = {"", "a,", ",a", "a,,b", "toolongitem"};
+    for (size_t k = 0; k < sizeof bad_l / sizeof bad_l[0]; k++) {
+        int r;
+        cur = bad_l[k];
+        while ((r = cb_list_next(&cur, ",", item, sizeof item)) == 1)
+            ;
+        CHECK(r == -1);
+    }
+    /* durations and sizes take the number through the same parser */
+    CHECK(cb_parse_duration("0x10", &d) == -1 && cb_parse_duration("nans", &d) == -1);
+    CHECK(cb_parse_duration("1e999s", &d) == -1 && cb_parse_duration("1 s", &d) == -1);
+    CHECK(cb_parse_duration("1.5e3ms", &d) == 0 && d == 1.5);
+    CHECK(cb_parse_size("0x10", &u) == -1 && cb_parse_size("18446744073709551616", &u) == -1);
+    int v[16];
+    CHECK(cb_parse_intlist("0,,1", v, 16) == -1);
+    CHECK(cb_parse_intlist(",0", v, 16) == -1);
+    CHECK(cb_parse_intlist("0-", v, 16) == -1);
+    CHECK(cb_parse_intlist("+1", v, 16) == -1);
+    CHECK(cb_parse_intlist(" 1", v, 16) == -1);
+    CHECK(cb_parse_intlist("99999999999999999999", v, 16) == -1);
+}
+
 static void test_json(void)
 {
     cb_json j;
@@ -274,7 +330,12 @@ static void test_option_errors(void)
         {"demo", "--chunk", "2G"},     {"demo", "--chunk", "1.5M"},  {"demo", "-m", "medium"},
         {"demo", "--nodes", "0-8"},    {"demo", "--nodes", "a"},     {"demo", "--key", "-1"},
         {"demo", "--rate", "inf"},     {"demo", "-x", "1"},          {"demo", "--bogus", "1"},
-        {"demo", "stray", "arg"},      {"demo", "--json=", ""},      {"demo", "-j", ""}};
+        {"demo", "stray", "arg"},      {"demo", "--json=", ""},      {"demo", "-j", ""},
+        /* nothing wraps, no NaN, no spaces or signs where a number belongs */
+        {"demo", "--key", "18446744073709551616"}, {"demo", "--key", "+1"}, {"demo", "--key", " 1"},
+        {"demo", "-n", "+5"},          {"demo", "-n", " 5"},         {"demo", "-n", "99999999999999999999"},
+        {"demo", "--rate", "nan"},     {"demo", "--rate", "0x1p1"},  {"demo", "--rate", " 1"},
+        {"demo", "--nodes", "0,,1"},   {"demo", "--nodes", "0,"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int rc = exit_of(3, bad[i]);
         if (rc != 2)
@@ -338,11 +399,34 @@ static void test_envelope(void)
                               "      \"unit\": \"Gbit/s\""));
     CHECK(doc && strstr(doc, "\"threshold\": null") && strstr(doc, "\"max_drops\": 0") &&
           strstr(doc, "\"passed\": true"));
+    /* every document says whether a signal cut the run short */
+    CHECK(doc && strstr(doc, "\"duration_s\": 2,\n  \"interrupted\": false,\n"));
+    env.interrupted = 1;
+    CHECK(cb_doc_write(path, &env, &parts, &count) == 0);
+    doc = slurp(path);
+    CHECK(doc && strstr(doc, "\"interrupted\": true,\n"));
     unlink(path);
+}
+
+/* The first SIGINT, SIGTERM or SIGHUP only sets the flag (the kernel then stops and
+ * reports); the exit code is a shell's for a death by that signal. */
+static void test_signals(void)
+{
+    CHECK(cb_interrupted == 0 && cb_interrupted_name() == NULL);
+    cb_signals_install();
+    raise(SIGTERM);
+    CHECK(cb_interrupted == SIGTERM && strcmp(cb_interrupted_name(), "SIGTERM") == 0);
+    CHECK(cb_exit_interrupted() == 128 + SIGTERM && cb_exit_interrupted() >= CB_EXIT_INTERRUPTED_MIN);
+    cb_interrupted = 0;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
 }
 
 int main(void)
 {
+    test_strict_numbers();
+    test_signals();
     test_intlist();
     test_json();
     test_results_block();

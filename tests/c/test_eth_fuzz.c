@@ -38,6 +38,10 @@ static size_t make_valid(void)
     if (r % 5 == 0) {
         et_build_end(valid, 1 + r % 1000, (uint16_t)(r % 12), 12, r >> 20, r >> 8, (uint16_t)(r % 8));
         len = ET_HEADER_BYTES;
+    } else if (r % 5 == 1) {
+        et_build_start(valid, 1 + r % 1000, (uint16_t)(r % 12), 12, r >> 20, (uint32_t)(r >> 48),
+                       (uint16_t)(r % 8));
+        len = ET_HEADER_BYTES;
     } else {
         len = ET_MIN_DATA_BYTES + (size_t)(next() % (sizeof valid - ET_MIN_DATA_BYTES + 1));
         for (size_t i = 0; i < len; i++)
@@ -127,7 +131,7 @@ static void fuzz_fields(int rounds)
     et_header h;
     for (int n = 0; n < rounds; n++) {
         uint64_t r = next();
-        et_header f = {.version = ET_VERSION, .kind = (uint8_t)(r % 4), .stream = (uint16_t)(next() % 20),
+        et_header f = {.version = ET_VERSION, .kind = (uint8_t)(r % 5), .stream = (uint16_t)(next() % 20),
                        .nstreams = (uint16_t)(next() % 20), .copy = (uint16_t)next(),
                        .size = (uint32_t)(next() % 9000), .session = next() % 3, .seq = next(), .aux = next()};
         if (r % 2 == 0) /* plausible: mostly in range */
@@ -143,10 +147,73 @@ static void fuzz_fields(int rounds)
         et_parse_result c = parse_exact(d, len, &h);
         int in_range = f.nstreams && f.stream < f.nstreams && f.session;
         if (c == ET_OK)
-            CHECK(in_range && f.size == len && (f.kind == ET_KIND_DATA || f.kind == ET_KIND_END));
-        if (f.kind != ET_KIND_DATA && f.kind != ET_KIND_END)
+            CHECK(in_range && f.size == len &&
+                  (f.kind == ET_KIND_DATA || f.kind == ET_KIND_END || f.kind == ET_KIND_START));
+        if (f.kind != ET_KIND_DATA && f.kind != ET_KIND_END && f.kind != ET_KIND_START)
             CHECK(c == ET_BAD_KIND);
     }
+}
+
+/* Any sequence of well-formed datagrams, of one session or many, offered to the lock:
+ * no session is taken without ET_LOCK_EVIDENCE different pieces of evidence, none is
+ * taken on datagrams that are none (far packet numbers, end records), and every
+ * datagram offered is accounted exactly once: kept, foreign or rejected. */
+static void fuzz_lock(int rounds)
+{
+    static et_lock l;
+    static unsigned char d[256];
+    et_header h;
+    int locks = 0;
+    for (int n = 0; n < rounds / 64; n++) {
+        uint64_t want = n % 4 == 0 ? 1 + next() % 3 : 0;
+        et_lock_init(&l, want, 1000);
+        uint64_t offered = 0, foreign_now = 0;
+        for (int k = 0; k < 64 && !l.locked; k++) {
+            uint64_t r = next();
+            uint64_t session = 1 + r % 3, seq = r % 7 == 0 ? next() : next() % 1500;
+            uint16_t nstreams = (uint16_t)(1 + next() % 2), copy = (uint16_t)(next() % 4);
+            int kind = (int)(next() % 3);
+            size_t len = ET_HEADER_BYTES;
+            if (kind == 0) {
+                len = 64 + next() % 128;
+                et_build_data(d, session, 0, nstreams, seq, (uint32_t)len);
+            } else if (kind == 1) {
+                et_build_start(d, session, 0, nstreams, seq % 2000, (uint32_t)(next() % 70000), copy);
+            } else {
+                et_build_end(d, session, 0, nstreams, seq, 1, copy);
+            }
+            CHECK(et_parse(d, len, &h) == ET_OK);
+            et_lock_result lr = et_lock_offer(&l, &h, (int)(next() % 8 == 0), (uint32_t)len, 0);
+            offered++;
+            foreign_now += lr == ET_LOCK_FOREIGN;
+            if (lr == ET_LOCK_TOOK) {
+                locks++;
+                const et_candidate *c = &l.c[0];
+                CHECK(!want || c->session == want);
+                /* its evidence: different start records or good data where a stream begins */
+                int ev = 0;
+                for (uint32_t a = 0; a < c->npending; a++) {
+                    const et_pending *p = &c->pending[a];
+                    CHECK(p->stream == 0);
+                    if (p->corrupt || p->kind == ET_KIND_END)
+                        continue;
+                    CHECK(p->kind == ET_KIND_START || p->seq < 1000);
+                    int repeat = 0;
+                    for (uint32_t b = 0; b < a; b++)
+                        repeat |= c->pending[b].kind == p->kind && !c->pending[b].corrupt &&
+                                  c->pending[b].seq == p->seq && c->pending[b].copy == p->copy;
+                    ev += !repeat;
+                }
+                CHECK(ev == ET_LOCK_EVIDENCE);
+            }
+        }
+        et_lock_settle(&l);
+        uint64_t rejected = 0;
+        for (int k = 0; k < ET_NREJECT; k++)
+            rejected += l.rejected[k];
+        CHECK(offered == foreign_now + l.foreign + rejected + (l.locked ? l.c[0].npending : 0));
+    }
+    CHECK(locks > 0); /* the rounds reached a lock */
 }
 
 /* Valid-format datagrams in any order feed the accounting without breaking its sums. */
@@ -158,12 +225,18 @@ static void fuzz_accounting(int rounds)
     for (int n = 0; n < rounds; n++) {
         uint64_t r = next();
         uint64_t seq = r % 16 == 0 ? next() % (1ULL << 40) : r % 5000; /* mostly near, some far */
+        uint64_t highest = s.highest;
         et_seq_result c = et_stream_data(&s, seq, 100);
-        CHECK(c == ET_SEQ_NEW || c == ET_SEQ_REORDERED || c == ET_SEQ_DUPLICATE || c == ET_SEQ_STALE);
+        CHECK(c == ET_SEQ_NEW || c == ET_SEQ_REORDERED || c == ET_SEQ_DUPLICATE || c == ET_SEQ_STALE ||
+              c == ET_SEQ_REJECTED);
+        /* one datagram moves the highest number seen by less than half the window */
+        CHECK(s.highest - highest < s.window / 2 + 1);
+        CHECK((c == ET_SEQ_REJECTED) == (seq >= highest && seq - highest >= s.window / 2));
         classified++;
     }
-    CHECK(s.unique + s.duplicates + s.stale == classified);
+    CHECK(s.unique + s.duplicates + s.stale + s.rejected[ET_REJ_OUT_OF_WINDOW] == classified);
     CHECK(s.reordered <= s.unique);
+    et_stream_end(&s, 5000, 1);
     et_stream_end(&s, 5000, 1);
     et_loss l = et_stream_loss(&s);
     CHECK(l.received + l.beyond == s.unique || l.expected < s.base);
@@ -178,6 +251,7 @@ int main(int argc, char **argv)
     fuzz_mutations(rounds);
     fuzz_fields(rounds);
     fuzz_accounting(rounds);
+    fuzz_lock(rounds);
     printf("classes:");
     for (int k = 0; k < ET_NPARSE; k++)
         printf(" %s=%llu", et_parse_names[k], classes[k]);

@@ -85,6 +85,15 @@ static void test_encode_lid(void)
     bad[15] ^= 1;
     CHECK(smp_check_response(bad, mad) != NULL);
     memcpy(bad, resp, sizeof bad);
+    bad[12] ^= 0x40; /* the tool's half of the TID (bytes 12..15), its high byte */
+    CHECK(smp_check_response(bad, mad) != NULL);
+    /* the kernel's umad write path replaces the high half of the TID with its
+     * agent's id, and the response carries that back: still the request's answer */
+    memcpy(bad, resp, sizeof bad);
+    bad[8] = 0x00, bad[9] = 0x00, bad[10] = 0x00, bad[11] = 0x2a;
+    CHECK(smp_tid(bad) >> 32 != smp_tid(mad) >> 32);
+    CHECK(smp_check_response(bad, mad) == NULL);
+    memcpy(bad, resp, sizeof bad);
     bad[17] = 0x11;
     CHECK(smp_check_response(bad, mad) != NULL);
     memcpy(bad, resp, sizeof bad);

@@ -10,7 +10,10 @@
 #include "cb_test.h"
 #include "smp_sim_counts.h"
 #include "smp-mad-stress/window.h"
+#include "common/cb_common.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +289,51 @@ static void test_set_and_direct(void)
     smt_result_free(&v.r);
 }
 
+/* The kernel's umad write path (and so the simulated fabric) puts its agent's id
+ * in the high half of every request's TID; the responses carry it back. The
+ * window must take them as answers: GET, SET (and the GET before it), two workers
+ * (two agents), LID routed and directed. */
+static int high_half_seen, high_half_missing;
+static int high_half_poll(void *port, uint64_t wait_us, smt_reply *out, int max)
+{
+    int n = inner.poll(port, wait_us, out, max);
+    for (int i = 0; i < n; i++)
+        if (out[i].kind == SMT_REPLY_OK) {
+            if (smp_tid(out[i].mad) >> 32)
+                high_half_seen++;
+            else
+                high_half_missing++;
+        }
+    return n;
+}
+
+static void test_kernel_tid(void)
+{
+    for (int k = 0; k < 3; k++) {
+        smp_dest dests[2];
+        smp_dest_parse(k == 2 ? "0,1" : "1", k == 2, &dests[0]);
+        smp_dest_parse(k == 2 ? "0,2" : "2", k == 2, &dests[1]);
+        smt_sim_params p;
+        smt_sim_params_default(&p);
+        smt_sim_parse("rtt=300us", &p);
+        smt_sim *f = smt_sim_create(&p, dests, 2);
+        inner = smt_sim_transport(f);
+        smt_transport tp = inner;
+        tp.poll = high_half_poll;
+        high_half_seen = high_half_missing = 0;
+        smt_config c = {.req = {.method = k == 1 ? SMP_METHOD_SET : SMP_METHOD_GET, .attr = 0x19},
+                        .dests = dests, .ndests = 2, .dest_depth = 2, .local_depth = 4, .workers = 2,
+                        .timeout_ms = 100, .duration_s = 0.1, .tp = &tp};
+        smt_result r;
+        CHECK(smt_run(&c, &r) == 0);
+        CHECK(high_half_seen > 0 && high_half_missing == 0);
+        CHECK(r.total.answered > 0 && r.total.ok == r.total.answered && r.total.bad == 0);
+        CHECK(r.stale == 0);
+        smt_result_free(&r);
+        smt_sim_destroy(f);
+    }
+}
+
 /* MPI mode's rounds, without MPI: a sync that stops after 5 rounds */
 static int rounds_seen;
 static int five_rounds(void *arg, int want_more)
@@ -338,9 +386,44 @@ static void test_config_check(void)
     CHECK(smt_config_check(&c) != NULL);
 }
 
+/* A signal (cb_interrupted) stops a 30 s run at once: nothing more is sent or re-sent,
+ * the MADs on the wire get one timeout, those still out are abandoned (not dropped), and
+ * the rate is over the time up to the signal. (Issue 14: the kernel died instead.) */
+static void *raise_later(void *arg)
+{
+    (void)arg;
+    cb_sleep_until_ns(cb_now_ns() + 200000000ULL);
+    cb_interrupted = SIGINT;
+    return NULL;
+}
+
+static void test_interrupted(void)
+{
+    trial t = {.fabric = "rtt=300us,dead=2", .ndests = 2, .n = 2, .N = 4,
+               .timeout_ms = 50, .retries = 10, .seconds = 30};
+    pthread_t th;
+    uint64_t t0 = cb_now_ns();
+    CHECK(pthread_create(&th, NULL, raise_later, NULL) == 0);
+    run(&t, 0);
+    double took = (cb_now_ns() - t0) / 1e9;
+    pthread_join(th, NULL);
+    cb_interrupted = 0;
+    const smt_dest_stats *s = &t.r.total;
+    CHECK(t.rc == 0 && t.r.interrupted);
+    CHECK(took < 3);
+    CHECK(t.r.elapsed_s > 0.1 && t.r.elapsed_s < 2);
+    CHECK(t.r.dest[0].answered > 0 && t.r.dest[0].drops == 0);
+    /* every MAD answered, dropped after all its retries, or abandoned at the stop */
+    CHECK(s->sent == s->answered + s->drops + t.r.abandoned);
+    CHECK(t.r.abandoned > 0 && t.r.abandoned <= 2);
+    CHECK(s->answered_in_time <= s->answered);
+    smt_result_free(&t.r);
+}
+
 int main(void)
 {
     test_config_check();
+    test_interrupted();
     test_window_limits();
     test_loss_and_retries();
     test_dead_destination();
@@ -348,6 +431,7 @@ int main(void)
     test_throughput_vs_depth();
     test_verification();
     test_set_and_direct();
+    test_kernel_tid();
     test_rounds();
     CBT_DONE();
 }

@@ -177,9 +177,16 @@ def parse(text):
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.rstrip()
         if in_rows:
-            row = _ROW.match(line)
+            row = _ROW.match(line.strip())
             if not row:
-                break   # the table ends at the first line that is not a row
+                if table.rows:
+                    break   # the table ends at the first line that is not a row
+                if not line.strip():
+                    continue
+                # Between the header and the first row: a line this parser does not know
+                # (a release that prints something new there) is named, not skipped.
+                raise OsuParseError(f'line {lineno}: not a row of the table under '
+                                    f'{header!r}: {line!r}')
 
             size = int(row.group('size'))
             fields = row.group('rest').split()
@@ -199,6 +206,7 @@ def parse(text):
                 raise OsuParseError(f'line {lineno}: column header without columns')
 
             table.columns = [_column(n) for n in names]
+            header = line
             in_rows = True
             continue
 

@@ -121,6 +121,11 @@ _SETTINGS = [
             "ports IbWriteBw sends from ('device:port'); none: every port in "
             '/sys/class/infiniband'),
     Setting('ib_write_bw_opts', str, '', "more ib_write_bw options for both sides, e.g. '-F'"),
+    # InfiniBand subnet management (SmpMadStress).
+    Setting('smp_mad_stress_opts', str, '',
+            "smp-mad-stress options with the destinations and attribute, e.g. '-d 10 -L "
+            "9,12,17 NodeInfo' (the job's environment variables expand); '': skipped, "
+            'saying so (the destinations are the fabric\'s, no default fits)'),
     # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
     Setting('dolphin', dict, {}, 'the Dolphin interconnect of the partition: ' +
             ', '.join(s.name for s in DOLPHIN), keys=DOLPHIN),

@@ -24,6 +24,13 @@ References: `references.yaml` beside the site's config.py, in ReFrame's external
 format (checks say `reference = {'$ref': 'references.yaml'}`), found through ReFrame's
 reference prefix, which Site points at the site's directory. To judge a machine
 differently, copy the site directory and edit the copy's references.yaml; never the checks.
+
+A site config ends with `site_configuration = SITE.checked({...})`: the site's
+references.yaml and compliance.yaml are validated by cobalt-bench's one loader
+(cobalt_bench.references) when ReFrame loads the configuration, so that a reference that
+would judge nothing (a check or partition key misspelt, a bound ReFrame would reject, an
+empty file, a required check without reference) stops the run before it starts, with the
+file, check, partition and metric named, instead of passing with nothing judged.
 '''
 
 import os
@@ -52,6 +59,21 @@ class Site:
         # ReFrame reads it after loading the config; an explicit --reference-prefix or
         # RFM_REFERENCE_PREFIX still wins.
         os.environ.setdefault('RFM_REFERENCE_PREFIX', self.dir)
+
+    def checked(self, configuration):
+        '''The site configuration, once this site's references and compliance definition
+        are valid for its system and partitions (cobalt_bench.references.ReferenceError
+        otherwise, which ReFrame reports as a configuration error).'''
+        from reframe.core.exceptions import ConfigError
+
+        from .. import CannotRun, references
+        try:
+            systems, partitions = references.systems_of(configuration, self.dir)
+            references.validate(self.dir, systems, partitions)
+        except CannotRun as err:
+            # ReFrame says "failed to load configuration: <this>" and exits 1.
+            raise ConfigError(str(err)) from None
+        return configuration
 
     def _run_prefix(self):
         '''results/<site>/<run-id>: $COBALT_BENCH_RESULTS, else the tree's results/

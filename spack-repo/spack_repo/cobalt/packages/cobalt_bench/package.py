@@ -46,11 +46,13 @@ class CobaltBench(MakefilePackage, CudaPackage):
     PCIe bandwidth to GPUs, Ethernet line rate, MPI link test, InfiniBand MAD stress,
     with Slurm jobs, ReFrame checks and per-site references."""
 
-    # cobalt-bench has no published home yet. Releases are to be tarballs made by
-    # `git archive --prefix=cobalt-bench-X.Y.Z/` and published at `url`'s pattern; add each
-    # with `spack checksum cobalt-bench X.Y.Z`. Until the first release, install from a
-    # checkout (`spack develop --path CHECKOUT cobalt-bench@develop`), or point `git`/`url`
-    # elsewhere in packages.yaml (packages: cobalt-bench: package_attributes: git: ...).
+    # Releases are the tarballs `make dist` makes (cobalt-bench-X.Y.Z.tar.gz of a commit,
+    # unpacking to cobalt-bench-X.Y.Z/, the same bytes for the same commit), published at
+    # `url`'s pattern or put in a site's mirror as cobalt-bench/cobalt-bench-X.Y.Z.tar.gz;
+    # each gets its `version("X.Y.Z", sha256=...)` line here (`make dist` prints the sum).
+    # Until the first release, `spack install cobalt-bench@=X.Y.Z --no-checksum` installs
+    # such a tarball from a mirror, and `develop` builds a checkout
+    # (`spack develop --path CHECKOUT cobalt-bench@develop`, as site-configs/local does).
     homepage = "https://github.com/cobalt-bench/cobalt-bench"
     url = "https://github.com/cobalt-bench/cobalt-bench/releases/download/v0.1.0/cobalt-bench-0.1.0.tar.gz"
     git = "https://github.com/cobalt-bench/cobalt-bench.git"
@@ -71,15 +73,19 @@ class CobaltBench(MakefilePackage, CudaPackage):
     depends_on("gmake", type="build")
     depends_on("pkgconfig", type="build")  # the Makefile finds hwloc with pkg-config
 
-    # The Python package (pyproject.toml): built and installed with pip and setuptools; the
-    # command's report and linktest-report draw with matplotlib and numpy, the site
-    # configurations read references.yaml with PyYAML.
+    # The Python package (pyproject.toml): built and installed with pip and setuptools (the
+    # Makefile's `install` runs `python -m pip install --target`); PyYAML reads the sites'
+    # references.yaml. `report` and `linktest-report` draw with matplotlib and numpy, which
+    # they import only when drawing: +plots brings them (a long build where the site has
+    # no matplotlib to reuse); without, every other command works.
+    variant("plots", default=True,
+            description="numpy and matplotlib, for the plots of report and linktest-report")
     depends_on("python@3.9:", type=("build", "run"))
     depends_on("py-pip", type="build")
     depends_on("py-setuptools@64:", type="build")
-    depends_on("py-numpy", type="run")
-    depends_on("py-matplotlib", type="run")
     depends_on("py-pyyaml", type="run")
+    depends_on("py-numpy", type="run", when="+plots")
+    depends_on("py-matplotlib", type="run", when="+plots")
 
     depends_on("hwloc@2:")
     depends_on("mpi", when="+mpi")
