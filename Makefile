@@ -181,7 +181,10 @@ dist:
 	@echo "$(DIST)/cobalt-bench-$(VERSION).tar.gz sha256 $$(sha256sum < $(DIST)/cobalt-bench-$(VERSION).tar.gz | cut -d' ' -f1)"
 
 # ---- tests and the local suite -----------------------------------------------
+# Where the arm64 root is built (make arm), the local cluster's arm partition is its
+# aarch64 node: the tests then need the aarch64 kernels too, built against it.
 test: all ctest
+	@if scripts/arm64-root check >/dev/null 2>&1; then $(MAKE) --no-print-directory arm-kernels; fi
 	$(PYTHON) -m pytest tests
 
 run: all
@@ -191,9 +194,11 @@ run: all
 # The arm64 root (built once, cached outside the checkout; needs root, qemu-user-static and
 # mmdebstrap), and the aarch64 kernels and C unit tests (common, mem-test) built against it
 # (bin/aarch64; tests/test_arm.py runs them there).
-.PHONY: arm
+.PHONY: arm arm-kernels
 arm:
 	scripts/arm64-root build
+	$(MAKE) --no-print-directory arm-kernels
+arm-kernels:
 	eval "$$(scripts/arm64-root env)" && $(MAKE) CC=aarch64-linux-gnu-gcc kernels \
 		build/aarch64/tests/test_common build/aarch64/tests/test_memtest
 

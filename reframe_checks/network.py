@@ -54,6 +54,7 @@ class EthTest(KernelJsonTest):
         'reordered_packets': 'packets',
         'foreign_datagrams': 'datagrams',
         'malformed_datagrams': 'datagrams',
+        'rejected_datagrams': 'datagrams',
         'verification_errors': 'errors',
     }
 

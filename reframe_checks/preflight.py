@@ -25,6 +25,7 @@ class Preflight(KernelJsonTest):
     descr = 'preflight: system settings the compliance document requires and recommends'
     kernel = 'preflight'
     executable = 'cobalt-bench preflight'
+    python_command = True
     tags = {'preflight', 'compliance'}
     metric_units = {
         'required_failed': 'settings',

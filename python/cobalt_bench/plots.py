@@ -21,6 +21,8 @@ Present plotters:
 import io
 import math
 import os
+import zipfile
+import zlib
 import re
 from dataclasses import dataclass
 
@@ -204,7 +206,9 @@ def _linktest_matrix(doc, doc_path, dirs):
         with np.load(path, allow_pickle=False) as z:
             time = np.array(z['time'], dtype=float)
             hosts = [str(h) for h in z['hosts']] if 'hosts' in z.files else []
-    except (ImportError, OSError, KeyError, ValueError):
+    except (ImportError, OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile,
+            zlib.error):
+        # a cut-short or damaged .npz: no heat map (the loader reports the damage)
         return None
     size = cfg.get('size_messages') or (cfg.get('options') or {}).get('size_messages')
     if not size or time.ndim != 2:

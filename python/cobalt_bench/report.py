@@ -634,10 +634,18 @@ def _write(path, data):
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix=os.path.basename(path))
     mode = 'wb' if isinstance(data, bytes) else 'w'
-    with os.fdopen(fd, mode) as fp:
-        fp.write(data)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, mode) as fp:
+            fp.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        # a failed write leaves no temporary file behind, and the earlier report as it was
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def write_report(model, out_dir, formats):

@@ -77,7 +77,7 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None):
 # and jobs the kernel runs through qemu-user (site-configs/local-slurm/cluster). Emulated
 # aarch64 is many times slower than ARM hardware, so its workloads are smaller and its
 # references (references.yaml) are those of the emulator, not of any ARM machine.
-ARM_PROCESSOR = dict(PROCESSOR, arch='aarch64')
+ARM_PROCESSOR = dict(PROCESSOR, arch='aarch64', platform='aarch64')
 ARM_EXTRAS = {
     'mem_test_opts': '--stations 1 --desired-rate 1 --duration 3',
     'eth_test_send_opts': '--rate 0.3 --duration 3',

@@ -26,6 +26,7 @@ and gets `executable = 'mem-test'`, `json_file = 'mem-test.json'` and the site s
 
 import json
 import os
+import platform
 import shlex
 
 import reframe as rfm
@@ -33,6 +34,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
+from .. import paths
 from .settings import SETTINGS, SiteSettings
 
 __all__ = ['KernelJsonTest']
@@ -80,6 +82,10 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
     #: One task with every CPU of the node (for kernels that place their own threads).
     whole_node = variable(bool, value=False)
 
+    #: The executable is one of cobalt-bench's Python commands (`cobalt-bench preflight`),
+    #: installed for the architecture it was built on, not a compiled kernel.
+    python_command = variable(bool, value=False)
+
     @run_after('init')
     def derive_from_kernel(self):
         if not hasattr(self, 'executable'):     # a check that names none runs the kernel
@@ -102,6 +108,23 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
             opts = self.site_setting(self.opts_extra)
 
         self.executable_opts = shlex.split(opts) + ['--json', self.json_file]
+
+    @run_after('setup')
+    def python_for_the_node(self):
+        # A partition of another architecture (the local cluster's emulated aarch64 node) can
+        # run a Python command only from a build for that architecture (bin/<arch>/): without
+        # one, skip and say what is missing instead of failing on an exec error there.
+        # the instruction set (ReFrame's processor `platform`, as `uname -m` says it), not
+        # the microarchitecture (`arch`: zen2, neoverse_v1)
+        arch = getattr(self.current_partition.processor, 'platform', None)
+        if not self.python_command or not arch or arch == platform.machine():
+            return
+        tree = paths.root()
+        command = self.executable.split()[0]
+        built = tree and os.access(os.path.join(tree, 'bin', arch, command), os.X_OK)
+        self.skip_if(not built, f'no {arch} build of {command} (Python) for partition '
+                                f'{self.current_partition.fullname}: it needs python3 and '
+                                f'bin/{arch}/{command} on the nodes')
 
     @run_after('setup')
     def use_whole_node(self):
