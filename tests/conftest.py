@@ -62,6 +62,15 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
+@pytest.fixture(scope="session")
+def smp_mad_stress() -> str:
+    """bin/smp-mad-stress of the checkout; skipped where it is not built."""
+    path = os.path.join(os.path.realpath(REPO_ROOT), "bin", "smp-mad-stress")
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} is not built (make builds it where libibumad-dev is installed)")
+    return path
+
+
 @dataclass
 class SlurmCluster:
     """A running local-slurm cluster, as the ``slurm_cluster`` fixture hands it out."""

@@ -27,11 +27,8 @@ def root(repo_root):
 
 
 @pytest.fixture(scope='module')
-def tool(root):
-    path = os.path.join(root, 'bin', 'smp-mad-stress')
-    if not os.access(path, os.X_OK):
-        pytest.skip(f'{path} is not built (make builds it where libibumad-dev is installed)')
-    return path
+def tool(smp_mad_stress):
+    return smp_mad_stress
 
 
 @pytest.fixture(scope='module')

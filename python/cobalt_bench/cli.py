@@ -63,13 +63,6 @@ def _percent(text):
     return value
 
 
-def _path(text):
-    # An empty path would silently mean "here" (or the default): say so instead.
-    if not text.strip():
-        raise argparse.ArgumentTypeError('empty path')
-    return text
-
-
 def _formats(text):
     items = [f.strip() for f in text.split(',')]
     if '' in items or any(f not in ('md', 'html') for f in items):
@@ -106,18 +99,18 @@ def build_parser():
     rep.add_argument('--tolerance', type=_percent, default=5.0, metavar='PCT',
                      help='with --compare: changes within PCT percent are noise '
                           '(default: 5)')
-    rep.add_argument('-o', '--output', metavar='DIR', type=_path,
+    rep.add_argument('-o', '--output', metavar='DIR', type=linktest_report.nonempty_path,
                      help='where to write the report (default: RUN/report); with '
                           '--compare: a Markdown file for the comparison')
     rep.add_argument('--format', default='md,html', metavar='LIST', type=_formats,
                      help='md, html or both (default: md,html)')
-    rep.add_argument('--preflight', metavar='FILE', type=_path,
+    rep.add_argument('--preflight', metavar='FILE', type=linktest_report.nonempty_path,
                      help='a preflight JSON document (cobalt-bench preflight --json) to use '
                           'besides those of the run\'s Preflight checks')
-    rep.add_argument('--results', metavar='DIR', type=_path,
+    rep.add_argument('--results', metavar='DIR', type=linktest_report.nonempty_path,
                      help='the results store (default: $COBALT_BENCH_RESULTS, else the '
                           'checkout\'s results/, else ./results)')
-    rep.add_argument('--site', metavar='SITE', type=_path,
+    rep.add_argument('--site', metavar='SITE', type=linktest_report.nonempty_path,
                      help='judge by this site (a name under site-configs/, or a site '
                           'directory); default: the run\'s own site, for job documents '
                           'the site their job judged them by, else $COBALT_BENCH_SITE')
@@ -132,14 +125,14 @@ def build_parser():
                                      'DEMONSTRATION).',
                          epilog=EPILOG_JUDGE,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
-    jdg.add_argument('results', nargs='+', metavar='RESULT', type=_path,
+    jdg.add_argument('results', nargs='+', metavar='RESULT', type=linktest_report.nonempty_path,
                      help='a kernel JSON document, or a directory of them')
-    jdg.add_argument('--site', required=True, metavar='SITE', type=_path,
+    jdg.add_argument('--site', required=True, metavar='SITE', type=linktest_report.nonempty_path,
                      help='a site name (site-configs/<SITE>) or a site directory')
-    jdg.add_argument('--partition', metavar='PARTITION', type=_path,
+    jdg.add_argument('--partition', metavar='PARTITION', type=linktest_report.nonempty_path,
                      help='the site partition that ran it (system:partition or partition; '
                           'default: $SLURM_JOB_PARTITION, else the site\'s only one)')
-    jdg.add_argument('--json', metavar='FILE', type=_path,
+    jdg.add_argument('--json', metavar='FILE', type=linktest_report.nonempty_path,
                      help='also write the judgement as JSON (- for stdout only)')
     jdg.add_argument('--command', metavar='CMD', dest='command_line',
                      help='the command line that produced the result (recorded with the '
@@ -176,7 +169,7 @@ def build_parser():
                                  'read (a --results or $COBALT_BENCH_RESULTS that is not a '
                                  'directory).')
     runs.add_argument('site', nargs='?', type=_run_spec, help='only this site')
-    runs.add_argument('--results', metavar='DIR', type=_path, help='the results store')
+    runs.add_argument('--results', metavar='DIR', type=linktest_report.nonempty_path, help='the results store')
 
     lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
                                                 'results file (text, heat map, histogram)',

@@ -43,7 +43,8 @@ def _finite(text):
     return value
 
 
-def _nonempty(text):
+def nonempty_path(text):
+    '''argparse type: a path that is not empty (an empty one would silently mean "here").'''
     if not text.strip():
         raise argparse.ArgumentTypeError('empty path')
     return text
@@ -51,13 +52,13 @@ def _nonempty(text):
 
 def add_arguments(ap):
     '''The options, for `cb-linktest-report` and `cobalt-bench linktest-report` alike.'''
-    ap.add_argument('file', type=_nonempty,
+    ap.add_argument('file', type=nonempty_path,
                     help='results file written by cb-linktest --output (.npz)')
     ap.add_argument('--min-bandwidth', type=_finite, metavar='GBITS',
                     help='flag links below GBITS Gbit/s')
     ap.add_argument('--factor', type=_finite, default=2.0, metavar='F',
                     help='flag links slower than F times the median time (default 2; 0: off)')
-    ap.add_argument('--prefix', metavar='PATH', type=_nonempty,
+    ap.add_argument('--prefix', metavar='PATH', type=nonempty_path,
                     help='PNG files PATH-heatmap.png and PATH-histogram.png '
                          '(default: the results file without .npz)')
     ap.add_argument('--no-png', action='store_true', help='text only')
