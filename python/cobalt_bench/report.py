@@ -699,6 +699,13 @@ def report_command(spec, output, formats, preflight_file, base, site=None):
         print(f'  - {r}')
     print(f'{run.label}: {model.verdict} ({counts}'
           + (f'; run {run.state}: {run.state_why}' if run.state != rs.COMPLETE else '') + ')')
+    # The failed cases again, last, one line each: the end of a long log (a CI tail, a
+    # Slurm output) still says which check failed and why.
+    for e in model.failures:
+        c = e.case
+        why = '; '.join(f'{m.name} {m.value} {m.unit} (bounds {m.lower}..{m.upper})'
+                        for m in e.failing) or c.fail_reason or c.result
+        print(f'  {c.result}: {c.check} on {c.where}: {why}'[:600])
     for w in written:
         print(f'wrote {w}')
     return j.exit_code()
