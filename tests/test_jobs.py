@@ -72,6 +72,7 @@ def load_result(path):
 
 
 @pytest.mark.parametrize('partition', ['x86', 'arm'])
+@pytest.mark.measures
 def test_sbatch_mem_test(partition, job_script, tmp_path, slurm_cluster):
     # Submitted from a directory that is not the checkout, without the module loaded: the
     # script finds the module through the path Slurm recorded for it.
@@ -95,6 +96,7 @@ def test_sbatch_mem_test(partition, job_script, tmp_path, slurm_cluster):
     assert 'exit code 0' in log
 
 
+@pytest.mark.measures
 def test_sbatch_with_module_loaded_and_default_results(root, job_script, tmp_path,
                                                         slurm_cluster):
     # Submitted from a shell with the module loaded (sbatch hands its environment to the
@@ -129,6 +131,7 @@ def test_sbatch_not_compliant(job_script, tmp_path, slurm_cluster):
     assert doc['metrics']['percent_of_desired']['value'] < 99.75
 
 
+@pytest.mark.measures
 def test_run_without_slurm(job_script, tmp_path):
     # The batch script also runs as a plain script (no Slurm, no srun).
     results = tmp_path / 'results'

@@ -142,6 +142,7 @@ def checks(root):
     return os.path.join(root, 'reframe_checks')
 
 
+@pytest.mark.measures
 def test_local_passes(root, mem_test, tmp_path):
     run = reframe(local_config(root), checks(root), tmp_path, site='local')
     assert_passed(run, ['default'])
@@ -178,6 +179,7 @@ def test_local_usage_error_is_a_sanity_failure(root, mem_test, tmp_path):
     assert 'exit code 2' in tc['fail_reason']
 
 
+@pytest.mark.measures
 def test_installed_tree(root, mem_test, tmp_path):
     # `make install` gives a tree whose site configs find its own bin/.
     prefix = tmp_path / 'prefix'
@@ -217,6 +219,7 @@ def sacct(jobid, env, timeout=60):
         time.sleep(0.5)
 
 
+@pytest.mark.measures
 def test_local_slurm_passes_on_x86_and_arm(root, mem_test, tmp_path, slurm_cluster):
     env = dict(slurm_cluster.env)
     run = reframe(slurm_config(root), checks(root), tmp_path, '-n', 'MemTest',

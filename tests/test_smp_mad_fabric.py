@@ -248,6 +248,7 @@ def reframe_check(root, site, tmp_path, *options, **env_extra):
     return proc, cases[0]
 
 
+@pytest.mark.measures
 def test_reframe_check_passes_on_the_fabric(root, tool, fabric, tmp_path):
     proc, case = reframe_check(root, 'local-ib', tmp_path, COBALT_IB_DIR=fabric['_state'])
     assert proc.returncode == 0 and case['result'] == 'pass', proc.stdout
