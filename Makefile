@@ -168,17 +168,22 @@ install: all
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
 
 # ---- dist: the release tarball a Spack mirror holds -----------------------------
-# cobalt-bench-$(VERSION).tar.gz of the committed tree (HEAD), unpacking to
-# cobalt-bench-$(VERSION)/: the file `spack install cobalt-bench@$(VERSION)` fetches, from
-# a site's mirror at <mirror>/cobalt-bench/ (README, Spack). `git archive` and `gzip -n`
-# make the same bytes for the same commit, so its sha256 can go into the recipe.
+# cobalt-bench-<version>.tar.gz of one commit (DIST_REF, default HEAD; <version> is that
+# commit's VERSION), unpacking to cobalt-bench-<version>/: the file `spack install
+# cobalt-bench@<version>` fetches, from a site's mirror at <mirror>/cobalt-bench/ (README,
+# Spack). `git archive` (the commit's time on every file) and `gzip -n` make the same bytes
+# for the same commit, so the recipe can hold its sha256; a release is therefore a commit
+# made before the recipe line that names it (the recipe's RELEASES: version -> commit,
+# sha256), e.g. `make dist DIST_REF=v0.1.0` or the commit's hash where tags were not cloned.
 DIST ?= dist
+DIST_REF ?= HEAD
 dist:
 	@mkdir -p $(DIST)
-	git archive --format=tar --prefix=cobalt-bench-$(VERSION)/ HEAD | gzip -n -9 \
-		> $(DIST)/cobalt-bench-$(VERSION).tar.gz.tmp
-	mv $(DIST)/cobalt-bench-$(VERSION).tar.gz.tmp $(DIST)/cobalt-bench-$(VERSION).tar.gz
-	@echo "$(DIST)/cobalt-bench-$(VERSION).tar.gz sha256 $$(sha256sum < $(DIST)/cobalt-bench-$(VERSION).tar.gz | cut -d' ' -f1)"
+	@v=$$(git show $(DIST_REF):VERSION) || { echo "make dist: no VERSION in $(DIST_REF)" >&2; exit 2; }; \
+	out=$(DIST)/cobalt-bench-$$v.tar.gz; \
+	git archive --format=tar --prefix=cobalt-bench-$$v/ -o $$out.tar $(DIST_REF) && \
+	gzip -n -9 < $$out.tar > $$out.tmp && rm $$out.tar && mv $$out.tmp $$out && \
+	echo "$$out sha256 $$(sha256sum < $$out | cut -d' ' -f1) commit $$(git rev-parse $(DIST_REF)^{commit})"
 
 # ---- tests and the local suite -----------------------------------------------
 # Where the arm64 root is built (make arm), the local cluster's arm partition is its
@@ -193,11 +198,13 @@ run: all
 # ---- the local cluster's arm partition (docs/arm.md) ----------------------------
 # The arm64 root (built once, cached outside the checkout; needs root, qemu-user-static and
 # mmdebstrap), and the aarch64 kernels and C unit tests (common, mem-test) built against it
-# (bin/aarch64; tests/test_arm.py runs them there).
+# (bin/aarch64; tests/test_arm.py runs them there); OSU for aarch64 into the root, for the
+# ARM OSU jobs (from the offline third-party sources, where they are).
 .PHONY: arm arm-kernels
 arm:
 	scripts/arm64-root build
 	$(MAKE) --no-print-directory arm-kernels
+	scripts/arm64-root osu || [ $$? -eq 3 ]   # 3: no OSU source (../shared/third-party)
 arm-kernels:
 	eval "$$(scripts/arm64-root env)" && $(MAKE) CC=aarch64-linux-gnu-gcc kernels \
 		build/aarch64/tests/test_common build/aarch64/tests/test_memtest

@@ -30,6 +30,10 @@ for p in "${wanted[@]}"; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing Debian packages: ${missing[*]}"
+    # A package of another architecture (libc6:arm64) needs it added to dpkg first.
+    for arch in $(printf '%s\n' "${missing[@]}" | sed -n 's/^[^:]*:\([a-z0-9]*\)$/\1/p' | sort -u); do
+        dpkg --print-foreign-architectures | grep -qx "$arch" || $SUDO dpkg --add-architecture "$arch"
+    done
     $SUDO apt-get update -q
     # The packages' own init scripts cannot start daemons here; the local cluster
     # script starts them itself.

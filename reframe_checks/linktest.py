@@ -45,3 +45,11 @@ class CbLinkTest(KernelJsonTest):
         self.job.launcher.options = self.site_setting('mpi_launcher_options')
         self.executable_opts += ['--output', self.matrix_file]
         self.keep_files = [self.json_file, self.matrix_file]
+        # The PDF report beside the matrix (cb-linktest-report.pdf), where the compliance
+        # report links it; the job's exit code stays cb-linktest's.
+        self.postrun_cmds = [
+            'rc=$?',
+            f'if [ -s {self.matrix_file} ] && command -v cb-linktest-report >/dev/null; then '
+            f'cb-linktest-report {self.matrix_file} > cb-linktest-report.txt 2>&1; fi',
+            'exit $rc']
+        self.keep_files += ['cb-linktest-report.pdf', 'cb-linktest-report.txt']

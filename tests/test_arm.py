@@ -179,3 +179,133 @@ def test_arm_jobs_carry_the_arm_limits(arm64, slurm_cluster, tmp_path):
     assert ('MEMLOCK=unlimited' in arm or
             'cobalt-job: cannot raise ulimit -l (hard limit' in arm), arm
     assert 'cobalt-job:' not in x86   # the ARM settings are the ARM nodes' only
+
+
+# The ARM OSU job (the OSU document's ARM cluster): osu_latency, built for aarch64 against
+# the root's Open MPI (scripts/arm64-root osu), loaded as the document loads it (an Lmod
+# module) and started by the job with srun, on the aarch64 node a1. a1 is the arm
+# partition's one node, so the job's two ranks share it (-N 1 --ntasks-per-node=2 on the
+# command line overrides the script's 2 nodes x 1 task).
+OSU_MODULE = 'osu-micro-benchmarks/5.7-gcc-12.2.0-openmpi'
+OSU_LATENCY = '/opt/osu-micro-benchmarks/5.7/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency'
+
+
+@pytest.fixture(scope='module')
+def aarch64_osu(arm64):
+    '''OSU 5.7 for aarch64 in the root: built once (cached in the root), here if needed.'''
+    res = subprocess.run([arm64, 'osu'], capture_output=True, text=True, timeout=900)
+    if res.returncode == 3:   # no source: the offline third-party directory is absent
+        pytest.skip(res.stdout.strip())
+    assert res.returncode == 0, res.stdout + res.stderr
+    root = subprocess.run([arm64, 'path'], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    binary = Path(root + OSU_LATENCY)
+    assert elf_machine(binary) == EM_AARCH64
+    return binary
+
+
+def test_arm_osu_latency_job_runs_on_aarch64(aarch64_osu, slurm_cluster, tmp_path):
+    '''`sbatch -p arm jobs/osu_latency.slurm` with the aarch64 OSU module: Open MPI's two
+    ranks run on a1 (srun with the cluster's MPI plugin, pmix: Debian's Open MPI has no
+    PMI-2 client, docs/arm.md) and OSU's latency table comes back, every size measured.'''
+    from cobalt_bench.parsers import osu as osu_parse
+    if 'NodeName=a1 ' not in slurm_cluster.slurm_conf.read_text():
+        pytest.skip('the running cluster has no aarch64 node')
+    job = sbatch(slurm_cluster, tmp_path, '-p', 'arm', '-N', '1', '--ntasks-per-node=2',
+                 '-t', '10',
+                 f'--export=ALL,OSU_MODULE={OSU_MODULE},OSU_OPTS=-m 1:4096 -i 200 -x 20,'
+                 f'COBALT_BENCH_RESULTS={tmp_path}',
+                 ROOT / 'jobs' / 'osu_latency.slurm')
+    rec = wait_for_job(slurm_cluster, job, timeout=600)
+    log = job_output(tmp_path, job)
+    assert rec['Partition'] == 'arm' and rec['NodeList'] == 'a1', rec
+    assert rec['State'] == 'COMPLETED', (rec, log)
+    # the aarch64 build, found through the module, started on the node's 2 tasks
+    assert f'modules: {OSU_MODULE}' in log, log
+    assert f'running: srun {OSU_LATENCY}' in log, log
+    assert 'job %d: 2 tasks on 1 nodes (a1' % job in log, log
+    # Open MPI said nothing: no failed copy between the ranks (errno 38, ENOSYS: qemu-user
+    # has no process_vm_readv, which the root's MCA parameters turn off, docs/arm.md)
+    assert 'errno' not in log and 'error' not in log.lower(), log
+    table = osu_parse.parse_file(tmp_path / 'slurm' / f'osu_latency-{job}.txt')
+    assert table.title == 'OSU MPI Latency Test' and table.version == '5.7', table
+    latency = table.column('latency')
+    assert sorted(latency) == [2 ** k for k in range(13)], latency   # 1 B .. 4 KiB
+    assert all(v > 0 for v in latency.values()), latency
+
+
+def _local_slurm_partitions():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'local_slurm_config', ROOT / 'site-configs' / 'local-slurm' / 'config.py')
+    config = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(config)
+    return {p['name']: p for p in config.site_configuration['systems'][0]['partitions']}
+
+
+def test_reframe_arm_partition_carries_the_jobs_arm_limits(arm64):
+    '''ReFrame's arm partition (site-configs/local-slurm/config.py) prepares its job scripts
+    with the Slurm jobs' own ARM settings (jobs/lib/cobalt-job.sh): run on aarch64, they
+    raise the locked-memory limit, or say that the hard limit forbids it; the x86 partition
+    prepares nothing.'''
+    parts = _local_slurm_partitions()
+    assert parts['x86'].get('prepare_cmds', []) == []
+    prepare = '\n'.join(parts['arm']['prepare_cmds'])
+    assert prepare, parts['arm']
+    res = in_root('bash', '-c', prepare + '\necho "ARCH=$(uname -m) MEMLOCK=$(ulimit -l)"')
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert 'ARCH=aarch64' in res.stdout
+    assert ('MEMLOCK=unlimited' in res.stdout or
+            'cobalt-job: cannot raise ulimit -l (hard limit' in res.stderr), res.stdout + res.stderr
+
+
+# Spack knows the target: the local-slurm site's aarch64 environment (site-configs/
+# local-slurm/arm/spack.yaml) concretized by the offline Spack (scripts/spack-offline).
+ARM_SPACK_ENV = ROOT / 'site-configs' / 'local-slurm' / 'arm' / 'spack.yaml'
+
+
+def test_spack_concretizes_cobalt_bench_for_aarch64(tmp_path):
+    '''`spack concretize` of the aarch64 environment: cobalt-bench target=aarch64, compiled
+    by the cross gcc, against the arm64 root's glibc, hwloc and Open MPI as externals. The
+    environment is concretized from a copy whose relative paths (package repository,
+    develop checkout) are made absolute, so that Spack's state stays out of the checkout.'''
+    import yaml
+    if shutil.which(CROSS_CC) is None:
+        pytest.skip(f'{CROSS_CC} not installed (Debian: gcc-aarch64-linux-gnu)')
+    if not os.path.exists('/lib/ld-linux-aarch64.so.1'):
+        pytest.skip('no /lib/ld-linux-aarch64.so.1: Spack accepts the cross compiler only '
+                    'where it runs the dynamic linker it names (Debian: dpkg '
+                    '--add-architecture arm64; apt-get install libc6:arm64)')
+    envs = subprocess.run([ROOT / 'scripts' / 'spack-offline', 'env'], capture_output=True,
+                          text=True, timeout=1800)
+    if envs.returncode == 3:
+        pytest.skip(envs.stderr.strip())
+    assert envs.returncode == 0, envs.stderr
+    spack_env = dict(os.environ)
+    for line in envs.stdout.splitlines():
+        name, _, value = line.removeprefix('export ').partition('=')
+        spack_env[name] = subprocess.run(['bash', '-c', f'printf %s {value}'],
+                                         capture_output=True, text=True).stdout
+    env = yaml.safe_load(ARM_SPACK_ENV.read_text())
+    env['spack']['repos']['cobalt'] = str(ROOT / 'spack-repo' / 'spack_repo' / 'cobalt')
+    env['spack']['develop']['cobalt-bench']['path'] = str(ROOT)
+    (tmp_path / 'spack.yaml').write_text(yaml.safe_dump(env))
+    res = subprocess.run([Path(spack_env['SPACK_ROOT']) / 'bin' / 'spack', '-e', tmp_path,
+                          'concretize'], capture_output=True, text=True, timeout=1200,
+                         env=spack_env)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    # What it would build, as Spack prints it
+    assert 'target=aarch64' in res.stdout.split('cobalt-bench@develop', 1)[1].splitlines()[0]
+    lock = json.loads((tmp_path / 'spack.lock').read_text())
+    nodes = {n['hash']: n for n in lock['concrete_specs'].values()}
+    root = nodes[lock['roots'][0]['hash']]
+    assert root['name'] == 'cobalt-bench' and root['arch']['target'] == 'aarch64', root
+    deps = {d['name']: nodes[d['hash']] for d in root['dependencies']}
+    c = next(nodes[d['hash']] for d in root['dependencies']
+             if 'c' in d['parameters']['virtuals'])
+    assert c['external']['extra_attributes']['compilers']['c'] == f'/usr/bin/{CROSS_CC}', c
+    arm_root = subprocess.run([ARM64_ROOT, 'path'], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    for lib in ('hwloc', 'openmpi', 'glibc'):
+        assert deps[lib]['arch']['target'] == 'aarch64', deps[lib]
+        assert deps[lib]['external']['path'] == f'{arm_root}/usr', deps[lib]

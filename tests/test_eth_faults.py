@@ -65,6 +65,12 @@ BAD_OPTIONS = [
     (RECV, ['--ready-file='], '--ready-file'),
     # one record copy cannot be confirmed: the receiver needs two of each
     (SEND, ['--end-copies', '1'], '--end-copies'),
+    # a GSO send holds at most one UDP datagram's 65507 bytes, and 64 datagrams
+    (SEND, ['--gso', '8', '--size', '8900'], '(at most --gso 7)'),
+    (SEND, ['--gso', '45', '--size', '1472'], '(at most --gso 44)'),
+    (SEND, ['--gso', '65', '--size', '100'], "invalid value '65' for --gso"),
+    (RECV, ['--gro', 'yes'], "invalid value 'yes' for --gro: expected one of off, on"),
+    (RECV, ['--reuseport', '0'], "invalid value '0' for --reuseport"),
 ]
 
 

@@ -1,5 +1,6 @@
 '''eth-test-send / eth-test-receive across a real network: two network namespaces joined
-by a veth pair with MTU 9000 (cobalt_bench.netns), made and removed by each test.
+by a veth pair with MTU 9000 (cobalt_bench.netns; MTU 1500 for the receive path's UDP GSO
+and GRO), made and removed by each test.
 
 The rates here are ones this 2-core machine sustains while other work runs on it; the
 compliance rate (9 Gbit/s) is bench/eth-test's and the README's demonstration, not a
@@ -187,6 +188,25 @@ def test_sysctl_tips_are_preflights():
 
 # ---- across the namespaces --------------------------------------------------------------
 
+
+def receive_crafted(net, tmp_path, rx_opts, sender_args, plan):
+    """eth-test-receive (threshold 0, JSON to r.json) against datagrams that a Python
+    sender (`sender_args`: its code and arguments) sends as `plan` says: the document, the
+    receiver's stdout and stderr, and its exit code."""
+    ready = tmp_path / 'ready'
+    rx = net.popen_rx([RECV, '-H', net.rx_addr, '--threshold', '0', *rx_opts,
+                       '--ready-file', str(ready), '--json', str(tmp_path / 'r.json')])
+    try:
+        net.wait_ready(str(ready), rx)
+        tx = net.run_tx([sys.executable, '-c', *sender_args], input=json.dumps(plan), timeout=60)
+        assert tx.returncode == 0, tx.stderr
+        out, err = rx.communicate(timeout=30)
+    finally:
+        if rx.poll() is None:
+            rx.kill()
+            rx.communicate()
+    return json.loads((tmp_path / 'r.json').read_text()), out, err, rx.returncode
+
 @needs_netns
 def test_no_sender_times_out(net, tmp_path):
     r = net.run_rx([RECV, '-H', net.rx_addr, '--timeout', '0.5', '--quiet',
@@ -199,6 +219,7 @@ def test_no_sender_times_out(net, tmp_path):
 
 
 @needs_netns
+@pytest.mark.measures
 def test_stream_with_zero_loss(net, tmp_path):
     rx_before = net.rx_counters()
     run = Run(net, tmp_path, send_args=SMALL, recv_args=THRESHOLD)
@@ -244,6 +265,7 @@ def test_stream_with_zero_loss(net, tmp_path):
 
 
 @needs_netns
+@pytest.mark.measures
 def test_sender_paces_at_the_requested_rate(net, tmp_path):
     # The veth's own byte counter in the receiving namespace, sampled every 20 ms while a
     # 1 Gbit/s stream runs for 2 s, must show 2 s of steady traffic, not a burst.
@@ -425,20 +447,9 @@ def test_crafted_datagrams_are_classified(net, tmp_path):
     plan += [(PORT, d) for d in strays + garbage + misdirected]
     plan += [(PORT, d) for d in s0] + [(PORT + 1, d) for d in s1]
 
-    ready = tmp_path / 'ready'
-    rx = net.popen_rx([RECV, '-H', net.rx_addr, '--streams', '2', '--threshold', '0',
-                       '--quiet', '--ready-file', str(ready), '--json', str(tmp_path / 'r.json')])
-    try:
-        net.wait_ready(str(ready), rx)
-        tx = net.run_tx([sys.executable, '-c', SENDER, net.rx_addr],
-                        input=json.dumps([(p, d.hex()) for p, d in plan]), timeout=60)
-        assert tx.returncode == 0, tx.stderr
-        out, err = rx.communicate(timeout=30)
-    finally:
-        if rx.poll() is None:
-            rx.kill()
-            rx.communicate()
-    doc = json.loads((tmp_path / 'r.json').read_text())
+    doc, out, err, rc = receive_crafted(
+        net, tmp_path, ['--streams', '2', '--quiet'], [SENDER, net.rx_addr],
+        [(p, d.hex()) for p, d in plan])
     m = {k: v['value'] for k, v in doc['metrics'].items()}
     st0, st1 = doc['streams']
     assert (st0['sent'], st0['received'], st0['lost'], st0['duplicated'], st0['reordered']) == \
@@ -459,8 +470,126 @@ def test_crafted_datagrams_are_classified(net, tmp_path):
     assert m['average_loss'] == pytest.approx(100 * 2 / 15)
     assert doc['config']['session'] == hex(S)
     # loss and a corrupt payload: not compliant, and it says why
-    assert rx.returncode == 1
+    assert rc == 1
     assert 'CORRUPT DATA: 1 packets' in out
+
+
+# ---- the receive path at 1500 MTU: UDP GSO, UDP GRO, several threads per stream ----------
+@pytest.fixture
+def net1500():
+    with netns.VethPair(mtu=1500) as pair:
+        yield pair
+
+
+GSO_SENDER = '''
+import json, socket, sys, time
+host, port, seg = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for kind, hexdata in json.load(sys.stdin):
+    if kind == 'gso':    # one send, cut by the kernel into datagrams of seg bytes (UDP_SEGMENT)
+        s.setsockopt(socket.SOL_UDP, 103, seg)
+    s.sendto(bytes.fromhex(hexdata), (host, port))
+    s.setsockopt(socket.SOL_UDP, 103, 0)
+    time.sleep(0.002)
+'''
+
+
+@needs_netns
+@pytest.mark.parametrize('gro', ['on', 'off'])
+def test_coalesced_receive_is_classified_datagram_by_datagram(net1500, tmp_path, gro):
+    # One UDP GSO send of eight 1000-byte datagrams (the last cut short) crosses the veth
+    # whole; a receiver with UDP GRO gets it as one receive and must classify every
+    # datagram in it on its own, exactly as the same datagrams one by one (--gro off,
+    # where the kernel cuts them apart).
+    net = net1500
+    S, OTHER = 0x5eed, 0xf0e1
+    starts = [start(S, 0, 1, 6, c) for c in range(4)]        # lock S; plan 6 packets
+    coalesced = [data(S, 0, 1, 0), data(S, 0, 1, 1),
+                 b'x' * 1000,                                # not eth-test
+                 data(S, 0, 1, 3), data(S, 0, 1, 3),         # 2 missing; 3 twice
+                 data(S, 0, 1, 4, corrupt=True),             # damaged payload
+                 data(OTHER, 0, 1, 0),                       # another session
+                 data(S, 0, 1, 5)[:500]]                     # the short last one: truncated
+    ends = [end(S, 0, 1, 6, c) for c in range(3)]
+    plan = [('one', d.hex()) for d in starts] + [('gso', b''.join(coalesced).hex())]
+    plan += [('one', d.hex()) for d in ends]
+    doc, out, err, rc = receive_crafted(
+        net, tmp_path, ['--streams', '1', '--gro', gro], [GSO_SENDER, net.rx_addr, str(PORT), '1000'],
+        plan)
+    m = {k: v['value'] for k, v in doc['metrics'].items()}
+    (st,) = doc['streams']
+    assert (st['sent'], st['received'], st['lost'], st['duplicated'], st['corrupt']) == \
+        (6, 3, 3, 1, 1), out
+    assert m['foreign_datagrams'] == 1 and m['malformed_datagrams'] == 2
+    assert doc['malformed']['not eth-test (magic)'] == 1
+    assert doc['malformed']['length differs from header'] == 1
+    assert doc['config']['gro'] is (gro == 'on')
+    if gro == 'on':   # it did come as one receive
+        assert (m['gro_receives'], m['gro_datagrams']) == (1, 8), out
+        assert 'UDP GRO: 1 receives held 8 datagrams' in out
+    else:
+        assert (m['gro_receives'], m['gro_datagrams']) == (0, 0), out
+    assert f'UDP GRO {gro}' in out
+    assert rc == 1
+
+
+@needs_netns
+def test_gso_datagrams_larger_than_the_mtu_are_refused_clearly(net1500, tmp_path):
+    # Without GSO an 8900-byte datagram crosses an MTU of 1500 in IP fragments; a GSO send
+    # of them the kernel refuses: the sender says why and could not run (exit 3).
+    r = net1500.run_tx([SEND, '-H', net1500.rx_addr, '--streams', '1', '--size', '8900',
+                        '--gso', '4', '--rate', '0.1', '--duration', '1', '--quiet'], timeout=60)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert 'every --size datagram and its 28 B of headers must fit the MTU' in r.stderr
+
+
+def nft_dropped_datagrams(net, size):
+    '''Datagrams of `size` bytes the loss-injecting nft rule dropped, from its own counter:
+    a coalesced packet (a GSO send) of n datagrams is one packet of 28 + n * size bytes,
+    so the datagrams are (bytes - 28 * packets) / size.'''
+    out = net.run_rx(['nft', 'list', 'table', 'inet', 'cbet_loss'], timeout=30).stdout
+    packets, octets = map(int, re.search(r'counter packets (\d+) bytes (\d+)', out).groups())
+    assert (octets - 28 * packets) % size == 0, out
+    return packets, (octets - 28 * packets) // size
+
+
+@needs_netns
+@pytest.mark.skipif(shutil.which('nft') is None, reason='nft not installed')
+@pytest.mark.parametrize('recv_opts', [['--threads', '2', '--reuseport', '2'], ['--gro', 'off']],
+                         ids=['gro-2-threads', 'no-gro'])
+def test_loss_with_gso_gro_and_threads_matches_the_firewall(net1500, tmp_path, recv_opts):
+    # 1472-byte datagrams sent with UDP GSO (44 to a send), received with UDP GRO by two
+    # threads sharing each stream's port (SO_REUSEPORT, spread at random), or without GRO
+    # (the kernel cuts the sends apart): the firewall drops whole coalesced packets, and
+    # the receiver must still count exactly the datagrams in them as lost.
+    net = net1500
+    with net.drop_fraction(0.05, ports=(PORT, PORT + 1)):
+        run = Run(net, tmp_path,
+                  send_args=['--streams', '2', '--size', '1472', '--rate', '1', '--duration', '2',
+                             '--gso', '44', '--quiet'],
+                  recv_args=['--streams', '2', '--threshold', '0', *recv_opts])
+        packets, dropped = nft_dropped_datagrams(net, 1472)
+    m = {k: v['value'] for k, v in run.doc['metrics'].items()}
+    sent = run.tx_doc['metrics']['sent_packets']['value']
+    assert run.tx_doc['config']['gso_segments'] == 44
+    assert 'UDP GSO (UDP_SEGMENT): 44 datagrams of 1472 B per send' in run.tx.stdout
+    assert m['sent_packets'] == sent and run.doc['complete'], run
+    assert 0.02 * sent < dropped < 0.08 * sent and packets < dropped   # whole sends dropped
+    assert m['socket_drops'] == 0, run     # else the loss would have a second source
+    assert m['lost_packets'] == dropped, run
+    assert m['received_packets'] == sent - dropped
+    assert m['duplicate_packets'] == 0 and m['foreign_datagrams'] == 0
+    assert m['malformed_datagrams'] == 0 and m['verification_errors'] == 0
+    assert [s['lost'] for s in run.doc['streams']] != [0, 0]
+    assert run.rx.returncode == 1
+    if '--reuseport' in recv_opts:
+        assert run.doc['config']['reuseport'] == 2 and run.doc['config']['threads'] == 2
+        assert run.doc['config']['gro'] is True and m['gro_datagrams'] > 0.9 * m['received_packets']
+        assert '2 sockets per port (SO_REUSEPORT, spread at random), 2 threads' in run.rx_out
+        # both threads had their share of each stream
+        assert all(n > 0.2 * m['received_packets'] for n in run.doc['thread_datagrams'])
+    else:
+        assert run.doc['config']['gro'] is False and m['gro_receives'] == 0
 
 
 # ---- one stray or forged datagram changes nothing but the counters of rejected ones ------
@@ -654,6 +783,7 @@ def test_job_without_slurm(tmp_path):
 
 
 @pytest.mark.parametrize('nodes', [1, 2])
+@pytest.mark.measures
 def test_sbatch(nodes, tmp_path, slurm_cluster):
     # One node: the documented form here. Two: receiver on n1, sender on n2, which on this
     # cluster share one network stack, so loopback reaches across them too.
@@ -695,6 +825,7 @@ def reframe(site_config, tmp_path, *options, env=None, **extra):
     return proc, cases
 
 
+@pytest.mark.measures
 def test_reframe_local_judged_by_references(tmp_path):
     proc, cases = reframe(os.path.join(ROOT, 'site-configs', 'local', 'config.py'), tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -738,6 +869,7 @@ def test_reframe_receiver_that_cannot_run_is_a_sanity_failure(tmp_path):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.measures
 def test_reframe_local_slurm(tmp_path, slurm_cluster):
     proc, cases = reframe(os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
                           tmp_path, env=slurm_cluster.env)

@@ -128,6 +128,64 @@ def test_verification_catches_a_skipped_operation(tmp_path, op):
     assert doc['compliance']['passed'] is False
 
 
+def cpu_flags():
+    with open('/proc/cpuinfo') as fp:
+        for line in fp:
+            if line.startswith(('flags', 'Features')):
+                return set(line.split(':', 1)[1].split())
+    return set()
+
+
+def kernel_levels():
+    """The kernel levels mem-test can run on this machine, lowest first."""
+    if os.uname().machine != 'x86_64':
+        return ['generic']
+    flags = cpu_flags()
+    return ['generic', 'sse2'] + (['avx2'] if 'avx2' in flags else []) + \
+        (['avx512'] if 'avx512f' in flags else [])
+
+
+@pytest.mark.parametrize('kernels', ['generic', 'sse2', 'avx2', 'avx512'])
+def test_each_kernel_path_is_verified_every_block(tmp_path, kernels):
+    # MEM_TEST_KERNELS forces a path; MEM_TEST_FAULT=transpose-element lets one block's
+    # corner turn run on it and corrupts one transposed element: the check must catch it.
+    if kernels not in kernel_levels():
+        pytest.skip(f'this CPU does not run the {kernels} kernels')
+    out = tmp_path / 'clean.json'
+    r = run(*SMALL, '--ops', 'copy,transpose', '--json', str(out),
+            env={'MEM_TEST_KERNELS': kernels})
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert doc['config']['kernels'] == kernels
+    assert doc['metrics']['verification_errors']['value'] == 0
+    assert doc['metrics']['verified_blocks']['value'] > 0
+    out = tmp_path / 'fault.json'
+    r = run(*SMALL, '--ops', 'transpose', '--json', str(out),
+            env={'MEM_TEST_KERNELS': kernels, 'MEM_TEST_FAULT': 'transpose-element'})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'VERIFICATION FAILED' in r.stdout
+    doc = json.loads(out.read_text())
+    assert doc['config']['kernels'] == kernels
+    assert doc['metrics']['verification_errors']['value'] == 1
+    assert doc['compliance']['passed'] is False
+
+
+def test_kernels_default_to_the_best_and_refuse_unknown_or_missing(tmp_path):
+    out = tmp_path / 'r.json'
+    r = run(*SMALL, '--ops', 'transpose', '--json', str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(out.read_text())['config']['kernels'] == kernel_levels()[-1]
+    r = run(*SMALL, env={'MEM_TEST_KERNELS': 'neon9'})
+    assert r.returncode == 2 and 'MEM_TEST_KERNELS=neon9: expected generic, sse2, avx2 or avx512' in r.stderr
+    missing = [k for k in ('avx2', 'avx512') if k not in kernel_levels()]
+    if not missing:
+        pytest.skip('this CPU runs every kernel level')
+    r = run(*SMALL, env={'MEM_TEST_KERNELS': missing[-1]})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f'MEM_TEST_KERNELS={missing[-1]}: this CPU does not have that instruction set' in r.stderr
+    assert 'Test results' not in r.stdout
+
+
 @pytest.mark.parametrize('args, message', [
     (['--bogus'], "unknown option '--bogus'"),
     (['--desired-rate', 'fast'], "invalid value 'fast' for --desired-rate"),

@@ -10,9 +10,11 @@ checkout. Without either, every test here skips, saying which is missing.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -133,40 +135,109 @@ def test_one_openmpi_module_although_the_site_found_one_too(spack_site):
     assert re.findall(r"^openmpi/\S+$", shell.stdout, re.M) == ["openmpi/4.1.4"], shell.stdout
 
 
+RECIPE = REPO_ROOT / "spack-repo" / "spack_repo" / "cobalt" / "packages" / "cobalt_bench" / "package.py"
+
+
+def recipe_releases() -> dict:
+    """The recipe's RELEASES: {version: (commit, sha256 of `make dist` of that commit)}."""
+    import ast
+
+    for node in ast.parse(RECIPE.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "RELEASES"
+                                                for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{RECIPE} has no RELEASES")
+
+
+def need_commit(version, commit):
+    """The release's commit is in this clone; a shallow clone that lacks it skips (saying
+    how to get it), a full clone that lacks it fails."""
+    have = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=REPO_ROOT,
+                          capture_output=True)
+    if have.returncode == 0:
+        return
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=REPO_ROOT,
+                             capture_output=True, text=True).stdout.strip() == "true"
+    if shallow:
+        pytest.skip(f"release {version}: commit {commit} is not in this shallow clone "
+                    "(git fetch --unshallow)")
+    pytest.fail(f"release {version}: commit {commit} is not in this clone's history")
+
+
+@pytest.mark.skipif(not (REPO_ROOT / ".git").exists(),
+                    reason="not a git checkout (e.g. an unpacked release): no history to remake "
+                           "releases from")
+def test_each_release_is_make_dist_of_its_commit(tmp_path):
+    # The sha256 the recipe holds is that of `make dist` of the release's commit, remade
+    # here from the history (tags or not): what a site's mirror holds is what Spack checks.
+    releases = recipe_releases()
+    assert releases, "the recipe has no release"
+    for version, (commit, sha256) in releases.items():
+        need_commit(version, commit)
+        dist = subprocess.run(["make", "-s", "dist", f"DIST={tmp_path / version}",
+                               f"DIST_REF={commit}"], cwd=REPO_ROOT, text=True,
+                              capture_output=True, timeout=120)
+        assert dist.returncode == 0, dist.stdout + dist.stderr
+        tarball = tmp_path / version / f"cobalt-bench-{version}.tar.gz"
+        assert dist.stdout.split() == [str(tarball), "sha256", sha256, "commit", commit], \
+            dist.stdout
+        assert hashlib.sha256(tarball.read_bytes()).hexdigest() == sha256
+        with tarfile.open(tarball) as tar:
+            assert tar.extractfile(f"cobalt-bench-{version}/VERSION").read().decode().strip() \
+                == version
+
+
 @needs_spack
-def test_make_dist_release_installs_outside_an_environment(spack_site, tmp_path):
-    # What an offline site does with a release: `make dist`, the tarball into its mirror,
-    # `spack install cobalt-bench@<version>` without any environment.
-    version = (REPO_ROOT / "VERSION").read_text().strip()
-    mirror = tmp_path / "mirror"
-    dist = subprocess.run(["make", "-s", "dist", f"DIST={mirror / 'cobalt-bench'}"],
-                          cwd=REPO_ROOT, text=True, capture_output=True, timeout=120)
+def test_release_installs_outside_an_environment(spack_site, tmp_path):
+    # What an offline site does with a release: the tarball (`make dist DIST_REF=<its
+    # commit>`, or the published one) into its mirror where Spack looks for a version with
+    # a checksum, _source-cache/archive/<sha256[:2]>/<sha256>.tar.gz, then `spack install
+    # cobalt-bench` with no environment and no version: Spack takes the newest release,
+    # fetches it from the mirror and verifies it against the recipe's sha256.
+    releases = recipe_releases()
+    version = max(releases, key=lambda v: tuple(int(p) for p in v.split(".")))
+    commit, sha256 = releases[version]
+    need_commit(version, commit)
+    dist = subprocess.run(["make", "-s", "dist", f"DIST={tmp_path / 'dist'}",
+                           f"DIST_REF={commit}"], cwd=REPO_ROOT, text=True,
+                          capture_output=True, timeout=120)
     assert dist.returncode == 0, dist.stdout + dist.stderr
-    tarball = mirror / "cobalt-bench" / f"cobalt-bench-{version}.tar.gz"
-    assert tarball.is_file(), dist.stdout
-    spack = [str(Path(spack_site.env["SPACK_ROOT"], "bin", "spack"))]
-    env = dict(spack_site.env)
+    mirror = tmp_path / "mirror"
+    archive = mirror / "_source-cache" / "archive" / sha256[:2] / f"{sha256}.tar.gz"
+    archive.parent.mkdir(parents=True)
+    (tmp_path / "dist" / f"cobalt-bench-{version}.tar.gz").rename(archive)
+    spack = [str(Path(spack_site.env["SPACK_ROOT"], "bin", "spack")), "--no-env"]
+    env = {k: v for k, v in spack_site.env.items() if k != "SPACK_ENV"}
 
     def run(*args, timeout=1800):
         proc = subprocess.run(spack + list(args), env=env, text=True, capture_output=True,
-                              timeout=timeout)
+                              timeout=timeout, cwd=tmp_path)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-        return proc.stdout
+        return proc.stdout + proc.stderr
 
-    # A scope of this test's own: the mirror, the repo, an install tree, the externals of
-    # the site scope as they are.
+    # A scope of this test's own: the mirror, this checkout's recipes, an install tree and
+    # a download cache of its own (so the release is fetched and built here, not found
+    # installed or cached); the externals are the site scope's (scripts/spack-offline).
     scope = tmp_path / "scope"
     scope.mkdir()
     (scope / "mirrors.yaml").write_text(yaml.safe_dump({"mirrors": {"dist": f"file://{mirror}"}}))
     (scope / "repos.yaml").write_text(yaml.safe_dump(
         {"repos": {"cobalt": str(REPO_ROOT / "spack-repo" / "spack_repo" / "cobalt")}}))
     (scope / "config.yaml").write_text(yaml.safe_dump(
-        {"config": {"install_tree": {"root": str(tmp_path / "opt")}}}))
-    run("-C", str(scope), "install", "--no-checksum", f"cobalt-bench@={version}~plots")
+        {"config": {"install_tree": {"root": str(tmp_path / "opt")},
+                    "source_cache": str(tmp_path / "source-cache")}}))
+    # ~plots: matplotlib is no Debian external here and the mirror has no sources for it.
+    out = run("-C", str(scope), "install", "cobalt-bench~plots")
+    assert f"Fetching file://{archive}" in out, out[-4000:]
+    found = run("-C", str(scope), "find", "--format", "{name}@{version}", "cobalt-bench")
+    assert found.split() == [f"cobalt-bench@{version}"], found
     prefix = Path(run("-C", str(scope), "location", "-i", "cobalt-bench").strip())
+    assert prefix.is_relative_to(tmp_path / "opt"), prefix
     out = subprocess.run([str(prefix / "bin" / "mem-test"), "--version"], text=True,
                          capture_output=True, timeout=60)
-    assert version in out.stdout + out.stderr
+    assert re.search(rf"^mem-test .*\b{re.escape(version)}\b", out.stdout + out.stderr, re.M), \
+        out.stdout + out.stderr
+    assert (prefix / "share" / "cobalt-bench" / "VERSION").read_text().strip() == version
 
 
 @needs_spack

@@ -32,8 +32,10 @@ CB_JOBS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # The ARM partition's limits, as the OSU document's ARM cluster and the site configs' arm
 # partitions (ReFrame prepare_cmds) set them: locked memory and stack unlimited. Applied on
-# aarch64 nodes when this file is sourced, so every job (the OSU jobs too) carries them;
-# a limit the node's hard limit does not allow is said on stderr, not fatal.
+# aarch64 nodes when this file is sourced, so every job (the OSU jobs too) carries them,
+# and so do ReFrame's jobs on site-configs/local-slurm's arm partition, whose prepare_cmds
+# source this file; a limit the node's hard limit does not allow is said on stderr, not
+# fatal.
 cb_arm_limits() {
     ulimit -l unlimited 2>/dev/null ||
         echo "cobalt-job: cannot raise ulimit -l (hard limit $(ulimit -H -l))" >&2

@@ -12,7 +12,8 @@ Present plotters:
                      document's `gpus` list)
   linktest_heatmap   cb-linktest: bandwidth of every rank pair as a heat map (the .npz
                      matrix its document names); the same heat map as
-                     `cobalt-bench linktest-report` draws (linktest_heatmap_figure)
+                     `cobalt-bench linktest-report` draws (linktest_heatmap_figure);
+                     links the run's PDF report (FILE-report.pdf beside FILE.npz)
   osu_curves         OSU latency/bandwidth against message size, one plot per benchmark,
                      with the site's reference curve (the per-size metrics <name>_<size>
                      of the OSU checks; else the table in the job's stdout)
@@ -38,6 +39,9 @@ class Plot:
     title: str
     caption: str
     png: bytes
+    # Files the report links beside the plot: (label, absolute path), e.g. the PDF report
+    # of a cb-linktest run.
+    links: tuple = ()
 
 
 def plotter(fn):
@@ -218,6 +222,12 @@ def _linktest_matrix(doc, doc_path, dirs):
     return gbits, hosts, path
 
 
+def linktest_pdf_path(npz):
+    '''Where `cobalt-bench linktest-report` writes the PDF report of a results file by
+    default: beside it, FILE-report.pdf for FILE.npz.'''
+    return (npz[:-4] if npz.endswith('.npz') else npz) + '-report.pdf'
+
+
 # The heat map of a cb-linktest matrix: `cobalt-bench report` (the plotter below) and
 # `cobalt-bench linktest-report` (linktest_report.py) both draw it with linktest_heatmap_figure.
 
@@ -245,6 +255,18 @@ def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
     '''The heat map of every rank pair's bandwidth (an N x N matrix in Gbit/s, NaN: not
     tested), ranks grouped by host, as a matplotlib figure. `min_bw` marks a threshold on
     the colour bar; `flagged` pairs (a, b, ...) get a red frame where ranks are labelled.'''
+    plt = _pyplot()
+    n = gbits.shape[0]
+    size = 7 if n <= 64 else 9
+    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    draw_linktest_heatmap(fig, ax, gbits, hosts, title, min_bw=min_bw, flagged=flagged)
+    fig.tight_layout()
+    return fig
+
+
+def draw_linktest_heatmap(fig, ax, gbits, hosts, title, min_bw=None, flagged=()):
+    '''The heat map of linktest_heatmap_figure drawn into `ax` of `fig` (the PDF report
+    puts it on a page of its own).'''
     import numpy as np
     plt = _pyplot()
     import matplotlib.colors
@@ -261,8 +283,6 @@ def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
         with np.errstate(all='ignore'):
             m = np.nanmin(pad.reshape(k, block, k, block), axis=(1, 3))
         note = f' (each pixel: slowest link of {block} x {block} pairs)'
-    size = 7 if n <= 64 else 9
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
     cmap = plt.get_cmap('viridis').copy()
     cmap.set_bad('#dddddd')
     finite = m[np.isfinite(m)]
@@ -281,7 +301,7 @@ def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
             ax.axhline(start, color='white', linewidth=0.8)
             ax.axvline(start, color='white', linewidth=0.8)
     centers = [start + count / 2 for _, start, count in spans]
-    host_labels = [f'{h} ({count})' for h, _, count in spans]
+    host_labels = [f'{_short(h)} ({count})' for h, _, count in spans]
     if n <= 32:  # few ranks: rank numbers on the axes, hosts on top
         ax.set_xticks(np.arange(n) + 0.5, [str(r) for r in order], fontsize=7)
         ax.set_yticks(np.arange(n) + 0.5, [str(r) for r in order], fontsize=7)
@@ -289,6 +309,10 @@ def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
         ax.set_ylabel('rank')
         top = ax.secondary_xaxis('top')
         top.set_xticks(centers, host_labels, fontsize=8)
+        if len(spans) > 1:  # and down the left, outside the rank numbers
+            left = ax.secondary_yaxis(-0.07)
+            left.set_yticks(centers, host_labels, fontsize=8, rotation=90, va='center')
+            left.tick_params(length=0)
         # links flagged as slow: a red frame (both triangles)
         pos = {r: i for i, r in enumerate(order)}
         for a, b, *_ in flagged:
@@ -304,8 +328,78 @@ def linktest_heatmap_figure(gbits, hosts, title, min_bw=None, flagged=()):
         ax.set_xlabel(f'rank, grouped by host ({len(spans)} hosts)')
         ax.set_ylabel(f'rank, grouped by host ({len(spans)} hosts)')
     ax.set_title(title + note, fontsize=9)
-    fig.tight_layout()
-    return fig
+
+
+def _short(name, most=24):
+    '''A host name for an axis: long ones keep their start and end (where node numbers
+    and domains are), so that the plot keeps its room.'''
+    return name if len(name) <= most else name[:most // 2 - 1] + '\u2026' + name[-(most // 2):]
+
+
+def draw_linktest_histogram(ax, gbits, title, median_bw, min_bw=None, factor_bw=None):
+    '''Histogram of the pairs' bandwidths (Gbit/s) with the median and the thresholds of
+    `cobalt-bench linktest-report` (--min-bandwidth, --factor) as lines.'''
+    ax.hist(gbits, bins=min(60, max(10, len(gbits) // 4)), color='#3b6ea5')
+    ax.set_yscale('log' if len(gbits) > 100 else 'linear')
+    ax.axvline(median_bw, color='black', linestyle='--', label=f'median {median_bw:.3f} Gbit/s')
+    if factor_bw is not None:
+        ax.axvline(factor_bw, color='orange',
+                   label=f'--factor x median time: < {factor_bw:.3f} Gbit/s')
+    if min_bw is not None:
+        ax.axvline(min_bw, color='red', label=f'--min-bandwidth {min_bw:g}')
+    ax.set_xlabel('bandwidth per pair [Gbit/s]')
+    ax.set_ylabel('pairs')
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+
+
+def linktest_host_matrix(gbits, hosts):
+    '''(host names, H x H matrix): the slowest tested link between the ranks of each pair
+    of hosts in Gbit/s (NaN: none tested), hosts in order of their first rank.'''
+    import numpy as np
+    number = {}
+    idx = np.array([number.setdefault(h, len(number)) for h in hosts])
+    names = list(number)
+    # ranks sorted by host, then the minimum over each host's block of rows and columns
+    # (untested pairs as +inf, a block with none tested back to NaN): O(N^2), not a loop
+    # over host pairs
+    order = np.argsort(idx, kind='stable')
+    m = np.where(np.isfinite(gbits), gbits, np.inf)[np.ix_(order, order)]
+    starts = np.searchsorted(idx[order], np.arange(len(names)))
+    out = np.minimum.reduceat(np.minimum.reduceat(m, starts, axis=0), starts, axis=1)
+    out[np.isinf(out)] = np.nan
+    return names, out
+
+
+def draw_linktest_host_matrix(fig, ax, gbits, hosts, title):
+    '''The host x host view of the heat map: each cell the slowest link between two hosts
+    (the diagonal: within one host), the figure in each cell where there is room.'''
+    import numpy as np
+    plt = _pyplot()
+    names, m = linktest_host_matrix(gbits, hosts)
+    h = len(names)
+    cmap = plt.get_cmap('viridis').copy()
+    cmap.set_bad('#dddddd')
+    im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, interpolation='nearest',
+                   origin='upper', extent=(0, h, h, 0))
+    cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    cb.set_label('slowest link between the hosts [Gbit/s]')
+    if h <= 40:
+        short = [_short(x) for x in names]
+        ax.set_xticks(np.arange(h) + 0.5, short, rotation=60 if h > 4 else 0,
+                      ha='right' if h > 4 else 'center', fontsize=8)
+        ax.set_yticks(np.arange(h) + 0.5, short, fontsize=8)
+    if h <= 12:
+        finite = m[np.isfinite(m)]
+        mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+        for i in range(h):
+            for j in range(h):
+                if np.isfinite(m[i, j]):
+                    ax.text(j + 0.5, i + 0.5, f'{m[i, j]:.3g}', ha='center', va='center',
+                            fontsize=8, color='white' if m[i, j] < mid else 'black')
+    ax.set_xlabel('host')
+    ax.set_ylabel('host')
+    ax.set_title(title, fontsize=9)
 
 
 @plotter
@@ -322,11 +416,17 @@ def linktest_heatmap(run):
             title = f'cb-linktest pair bandwidth, {_case_label(case)}'
             fig = linktest_heatmap_figure(gbits, hosts, title)
             size_b = (doc.get('config') or {}).get('size_messages')
+            # The PDF report `cobalt-bench linktest-report` wrote beside the matrix file
+            # (its default name): the report links it.
+            pdf = linktest_pdf_path(npz)
             plots.append(Plot(_slug(f'linktest-{case.where}-{n}'), title,
                               f'Bandwidth of every rank pair ({size_b} B messages; grey: '
                               'not tested), ranks grouped by host; a bad link or node shows '
                               'as an off-colour cell or a line of them. From '
-                              f'{os.path.basename(npz)}.', _png(fig)))
+                              f'{os.path.basename(npz)}.', _png(fig),
+                              links=(('cb-linktest report (PDF): settings, heat map, '
+                                      'histogram, slowest pairs and their retest',
+                                      os.path.abspath(pdf)),) if os.path.isfile(pdf) else ()))
     return plots
 
 

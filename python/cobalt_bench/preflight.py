@@ -39,6 +39,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from . import UsageError, CannotRun, __version__
+from .atomic import atomic_file
 
 TEST_VERSION = '1.0'
 
@@ -694,28 +695,13 @@ def write_json(doc, dest):
     if dest == '-':
         print(text, end='')
         return
-    # Through a temporary file beside it, flushed to disk and renamed over it: a reader
-    # never sees half a document, and a failure leaves an earlier one whole and no
-    # temporary file behind.
-    directory = os.path.dirname(os.path.abspath(dest))
-    tmp = None
+    # Flushed to disk before the rename (cobalt_bench.atomic): a reader never sees half a
+    # document, and a failure leaves an earlier one whole and no temporary file behind.
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix='.preflight-', suffix='.json')
-        with os.fdopen(fd, 'w') as fp:
+        with atomic_file(dest, 'w', prefix='.preflight-', sync=True) as fp:
             fp.write(text)
-            fp.flush()
-            os.fsync(fp.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-        tmp = None
     except OSError as err:
         raise CannotRun(f'cannot write {dest}: {err.strerror or err}')
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def format_findings(findings):

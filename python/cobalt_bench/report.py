@@ -21,11 +21,12 @@ import math
 import os
 import re
 import sys
-import tempfile
+import urllib.parse
 from dataclasses import dataclass, field
 
 from . import CannotRun, UsageError, __version__
 from . import loading
+from .atomic import atomic_file
 from . import preflight as pf
 from . import results as rs
 from . import verdict as vd
@@ -404,7 +405,12 @@ def _finding_rows(findings):
 FINDING_HEADER = ['status', 'level', 'setting', 'value', 'expected', 'fix']
 
 
-def render_markdown(model, plot_dir_rel='plots'):
+def _link_target(path, out_dir):
+    '''A file the report links, relative to the report's directory where it is known.'''
+    return os.path.relpath(path, out_dir) if out_dir else path
+
+
+def render_markdown(model, plot_dir_rel='plots', out_dir=None):
     run = model.run
     out = [f'# cobalt-bench compliance report: {run.label}', '',
            f'**Verdict: {model.verdict}**', '']
@@ -463,6 +469,9 @@ def render_markdown(model, plot_dir_rel='plots'):
         for p in model.plots:
             out += [f'### {p.title}', '', f'![{p.title}]({plot_dir_rel}/{p.name}.png)', '',
                     p.caption, '']
+            # files that go with the plot (the PDF report of a cb-linktest run)
+            for label, path in p.links:
+                out += [f'[{label}](<{_link_target(path, out_dir)}>)', '']
         for c, d in unplotted:
             out += [f'- No plot from `{loading.relpath(d.path, run.path)}`'
                     + (f' ({c.check} on {c.where})' if c else '')
@@ -533,7 +542,7 @@ def _html_table(header, rows, status_col=None, num_cols=()):
     return '\n'.join(out)
 
 
-def render_html(model):
+def render_html(model, out_dir=None):
     run = model.run
     v = model.verdict
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
@@ -599,6 +608,9 @@ def render_html(model):
             data = base64.b64encode(p.png).decode('ascii')
             out.append(f'<figure><img alt="{_e(p.title)}" src="data:image/png;base64,{data}">'
                        f'<figcaption>{_e(p.caption)}</figcaption></figure>')
+            for label, path in p.links:
+                out.append(f'<p><a href="{_e(urllib.parse.quote(_link_target(path, out_dir)))}">'
+                           f'{_e(label)}</a></p>')
         for c, d in unplotted:
             out.append(f'<p>No plot from <code>{_e(loading.relpath(d.path, run.path))}</code>'
                        + (f' ({_e(c.check)} on {_e(c.where)})' if c else '')
@@ -630,22 +642,10 @@ def render_html(model):
 # ---- writing ------------------------------------------------------------------------------
 
 def _write(path, data):
-    '''Through a temporary file and a rename: a reader never sees half a report.'''
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix=os.path.basename(path))
-    mode = 'wb' if isinstance(data, bytes) else 'w'
-    try:
-        with os.fdopen(fd, mode) as fp:
-            fp.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        # a failed write leaves no temporary file behind, and the earlier report as it was
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    '''Whole or not at all (cobalt_bench.atomic): a reader never sees half a report, and a
+    failed write leaves the earlier one as it was.'''
+    with atomic_file(path, 'wb' if isinstance(data, bytes) else 'w') as fp:
+        fp.write(data)
 
 
 def write_report(model, out_dir, formats):
@@ -659,11 +659,11 @@ def write_report(model, out_dir, formats):
             for p in model.plots:
                 _write(os.path.join(plot_dir, p.name + '.png'), p.png)
             md = os.path.join(out_dir, 'report.md')
-            _write(md, render_markdown(model))
+            _write(md, render_markdown(model, out_dir=out_dir))
             written.append(md)
         if 'html' in formats:
             page = os.path.join(out_dir, 'report.html')
-            _write(page, render_html(model))
+            _write(page, render_html(model, out_dir=out_dir))
             written.append(page)
         if model.judgement is not None:
             # The verdict for programs: state first, then the reasons and items.

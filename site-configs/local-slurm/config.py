@@ -16,7 +16,9 @@
 # options live in the partition's `extras` (for example `mem_test_opts`), not in the checks.
 
 import os
+import shlex
 
+from cobalt_bench import paths
 from cobalt_bench.reframe.site import Site
 
 SITE = Site('local-slurm', __file__)
@@ -34,7 +36,7 @@ MODULES = [{'name': 'cobalt-bench', 'path': os.path.join(ROOT, 'modulefiles')}]
 PROCESSOR = {'num_cpus': os.cpu_count()}
 
 
-def _partition(name, descr, features=(), processor=PROCESSOR, extras=None):
+def _partition(name, descr, features=(), processor=PROCESSOR, extras=None, prepare_cmds=()):
     return {
         'name': name,
         'descr': descr,
@@ -46,6 +48,7 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None):
         'processor': processor,
         'max_jobs': 1,
         'time_limit': '10m',
+        'prepare_cmds': list(prepare_cmds),
         # 'mpi': MPI checks (cb-linktest) run here; x86 only, the two are one machine.
         'features': list(features),
         'extras': {
@@ -78,6 +81,13 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None):
 # aarch64 is many times slower than ARM hardware, so its workloads are smaller and its
 # references (references.yaml) are those of the emulator, not of any ARM machine.
 ARM_PROCESSOR = dict(PROCESSOR, arch='aarch64', platform='aarch64')
+# The ARM cluster's job settings (the OSU document): `ulimit -l unlimited`, `ulimit -s
+# unlimited`. They are the Slurm jobs' own (jobs/lib/cobalt-job.sh applies them on aarch64
+# nodes when sourced), so ReFrame's job scripts source that same file: one declaration.
+# MPI: Debian's arm64 Open MPI starts under srun --mpi=pmix, as on x86 (the extras'
+# mpi_launcher_options); the document's --mpi=pmi2 needs an Open MPI built with Slurm's
+# PMI-2 (--with-pmi), which Debian's is not (docs/arm.md).
+ARM_PREPARE_CMDS = [f'. {shlex.quote(os.path.join(paths.data_dir(ROOT), "jobs", "lib", "cobalt-job.sh"))}']
 ARM_EXTRAS = {
     'mem_test_opts': '--stations 1 --desired-rate 1 --duration 3',
     'eth_test_send_opts': '--rate 0.3 --duration 3',
@@ -98,7 +108,8 @@ site_configuration = SITE.checked({
             'partitions': [
                 _partition('x86', 'Slurm partition x86 (nodes n1, n2)', features=['mpi']),
                 _partition('arm', 'Slurm partition arm (node a1: aarch64 under qemu-user)',
-                           processor=ARM_PROCESSOR, extras=ARM_EXTRAS),
+                           processor=ARM_PROCESSOR, extras=ARM_EXTRAS,
+                           prepare_cmds=ARM_PREPARE_CMDS),
             ],
         },
     ],

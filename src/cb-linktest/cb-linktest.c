@@ -19,7 +19,9 @@ int main(int argc, char **argv)
     /* Usage errors: every rank exits 2, only rank 0 says why. */
     int pre_rank = lt_launcher_rank();
     int saved = pre_rank != 0 ? lt_mute_stderr() : -1;
+    int saved_out = pre_rank != 0 ? lt_mute_stdout() : -1; /* --help, --version: once */
     lt_options_parse(&cfg, argc, argv);
+    lt_unmute_stdout(saved_out);
     lt_unmute_stderr(saved);
     if (cfg.plan_n)
         return lt_plan(&cfg);
@@ -35,10 +37,14 @@ int main(int argc, char **argv)
         lt_print_settings(&run);
     lt_run_iterations(&run);
     lt_collect(&run);
-    if (!cfg.no_output)
+    if (!cfg.no_output) {
         run.write_failed = lt_write_results(&run) != 0;
+        lt_phase(&run, "write results");
+    }
     if (run.rank == 0)
         rc = lt_report(&run);
+    run.phase_ns = run.t0_ns;
+    lt_phase(&run, "all");
     lt_mpi_check(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     lt_tear_down(&run);
     return rc;

@@ -10,13 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TAG_DATA = 1, TAG_ACK, TAG_RESULT };
+enum { TAG_DATA = 1, TAG_ACK, TAG_RESULT, TAG_READY };
 
 /* ---- payload (--check-buffers) ----------------------------------------------- */
-uint64_t lt_payload_seed(int from, int to, long tag)
+/* The pattern of timed message msg (0-based) from rank from to rank to in the pair test
+ * tag (--randomize-buffers' seed mixed in): every message of a run has its own. */
+uint64_t lt_payload_seed(const lt_run *run, int from, int to, long tag, long msg)
 {
+    uint64_t salt = run->cfg->randomize_buffers ? cb_mix64(run->cfg->seed_buffers) : 0;
     return cb_mix64(((uint64_t)(uint32_t)from << 32) ^ (uint64_t)(uint32_t)to ^ ((uint64_t)tag << 48) ^
-                    0x6c696e6b74657374ULL);
+                    0x6c696e6b74657374ULL ^ cb_mix64((uint64_t)msg) ^ salt);
 }
 
 void lt_fill_payload(char *buf, size_t n, uint64_t seed)
@@ -30,7 +33,7 @@ void lt_fill_payload(char *buf, size_t n, uint64_t seed)
 }
 
 /* Bytes of buf that differ from the payload seed makes. */
-static double check_payload(const char *buf, size_t n, uint64_t seed)
+double lt_check_payload(const char *buf, size_t n, uint64_t seed)
 {
     size_t words = n / 8;
     const uint64_t *w = (const uint64_t *)buf;
@@ -50,107 +53,129 @@ static double check_payload(const char *buf, size_t n, uint64_t seed)
 /* CB_LINKTEST_DELAY: the lower rank of the slow pair waits before each message. */
 static void slow_link_delay(const lt_run *run, int peer)
 {
-    if (run->delay_us > 0 && ((run->rank == run->delay_a && peer == run->delay_b) ||
-                              (run->rank == run->delay_b && peer == run->delay_a)))
-        cb_sleep_until_ns(cb_now_ns() + (uint64_t)(run->delay_us * 1e3));
+    for (int i = 0; i < run->ndelay; i++)
+        if ((run->rank == run->delay_a[i] && peer == run->delay_b[i]) ||
+            (run->rank == run->delay_b[i] && peer == run->delay_a[i]))
+            cb_sleep_until_ns(cb_now_ns() + (uint64_t)(run->delay_us[i] * 1e3));
 }
 
-static void prepare_payload(lt_run *run, int peer, long tag)
+/* Whether this rank sends the pair's messages (unidirectional: only the lower rank). */
+static int sends(const lt_run *run, int peer)
 {
-    int n = (int)run->cfg->size;
-    lt_fill_payload(run->sbuf, (size_t)n, lt_payload_seed(run->rank, peer, tag));
-    memset(run->rbuf, 0, (size_t)n);
-    if (run->corrupt_pending) {
-        run->sbuf[n / 2] ^= 0x5a; /* a transfer that corrupts one byte */
-        run->corrupt_pending = 0;
-    }
+    return run->cfg->pattern != LT_UNI || run->rank < peer;
 }
 
-/* ---- the three patterns: seconds per message, one way --------------------------- */
-static double exchange_semi(lt_run *run, int peer)
+static int receives(const lt_run *run, int peer)
 {
-    const lt_config *cfg = run->cfg;
-    int n = (int)cfg->size, lower = run->rank < peer;
-    MPI_Comm w = MPI_COMM_WORLD;
-    uint64_t t0 = cb_now_ns();
-    for (long m = 0; m < cfg->warmup + cfg->nmsg; m++) {
-        if (m == cfg->warmup)
-            t0 = cb_now_ns();
-        if (lower) {
-            slow_link_delay(run, peer);
-            lt_mpi_check(MPI_Send(run->sbuf, n, MPI_BYTE, peer, TAG_DATA, w), "MPI_Send");
-            lt_mpi_check(MPI_Recv(run->rbuf, n, MPI_BYTE, peer, TAG_DATA, w, MPI_STATUS_IGNORE), "MPI_Recv");
-        } else {
-            lt_mpi_check(MPI_Recv(run->rbuf, n, MPI_BYTE, peer, TAG_DATA, w, MPI_STATUS_IGNORE), "MPI_Recv");
-            lt_mpi_check(MPI_Send(run->sbuf, n, MPI_BYTE, peer, TAG_DATA, w), "MPI_Send");
-        }
-    }
-    return (cb_now_ns() - t0) / 1e9 / (2.0 * cfg->nmsg);
+    return run->cfg->pattern != LT_UNI || run->rank > peer;
 }
 
-static double exchange_uni(lt_run *run, int peer)
+/* Before a batch of timed messages [m0, m0 + count), outside the timed region: the
+ * pattern of each into its send buffer, the receive buffers cleared. */
+static void prepare_batch(lt_run *run, int peer, long tag, long m0, long count)
 {
-    const lt_config *cfg = run->cfg;
-    int n = (int)cfg->size, lower = run->rank < peer;
-    MPI_Comm w = MPI_COMM_WORLD;
-    uint64_t t0 = cb_now_ns();
-    for (int phase = 0; phase < 2; phase++) {
-        long count = phase ? cfg->nmsg : cfg->warmup;
-        if (!count)
-            continue;
-        if (phase)
-            t0 = cb_now_ns();
-        /* a zero-byte acknowledgement closes each phase: the sender's time
-         * includes the last message's arrival */
-        for (long m = 0; m < count; m++) {
-            if (lower) {
-                slow_link_delay(run, peer);
-                lt_mpi_check(MPI_Send(run->sbuf, n, MPI_BYTE, peer, TAG_DATA, w), "MPI_Send");
-            } else {
-                lt_mpi_check(MPI_Recv(run->rbuf, n, MPI_BYTE, peer, TAG_DATA, w, MPI_STATUS_IGNORE), "MPI_Recv");
+    size_t n = run->cfg->size;
+    for (long i = 0; i < count; i++) {
+        if (sends(run, peer)) {
+            lt_buf_fill(run, run->sring[i], n, lt_payload_seed(run, run->rank, peer, tag, m0 + i));
+            if (run->corrupt_pending && m0 + i == run->corrupt_msg - 1) {
+                /* CB_LINKTEST_CORRUPT: a transfer that corrupts one byte of this message */
+                char c;
+                char *at = run->sring[i] + n / 2;
+                if (run->cfg->use_gpu) {
+                    lt_gpu_to_host(&c, at, 1);
+                    c ^= 0x5a;
+                    lt_gpu_from_host(at, &c, 1);
+                } else {
+                    *at ^= 0x5a;
+                }
             }
         }
-        if (lower)
-            lt_mpi_check(MPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_ACK, w, MPI_STATUS_IGNORE), "MPI_Recv");
-        else
-            lt_mpi_check(MPI_Send(NULL, 0, MPI_BYTE, peer, TAG_ACK, w), "MPI_Send");
+        if (receives(run, peer))
+            lt_buf_zero(run, run->rring[i], n);
     }
-    return (cb_now_ns() - t0) / 1e9 / (double)cfg->nmsg;
+    if (sends(run, peer) && run->corrupt_pending && run->corrupt_msg <= m0 + count)
+        run->corrupt_pending = 0;
 }
 
-static double exchange_bi(lt_run *run, int peer)
+/* After the batch: wrong bytes of the messages received; the first wrong one (1-based) too. */
+static double check_batch(lt_run *run, int peer, long tag, long m0, long count, double *first_bad)
 {
-    const lt_config *cfg = run->cfg;
-    int n = (int)cfg->size, lower = run->rank < peer;
-    uint64_t t0 = cb_now_ns();
-    for (long m = 0; m < cfg->warmup + cfg->nmsg; m++) {
-        if (m == cfg->warmup)
-            t0 = cb_now_ns();
+    double bad = 0;
+    if (!receives(run, peer))
+        return 0;
+    for (long i = 0; i < count; i++) {
+        double b = lt_buf_check(run, run->rring[i], run->cfg->size, lt_payload_seed(run, peer, run->rank, tag, m0 + i));
+        if (b > 0 && *first_bad == 0)
+            *first_bad = (double)(m0 + i + 1);
+        bad += b;
+    }
+    return bad;
+}
+
+/* ---- the three patterns: messages [m0, m0 + count) of one phase, buffers from the rings -- */
+static void messages(lt_run *run, int peer, long count)
+{
+    int n = (int)run->cfg->size, lower = run->rank < peer, nbuf = run->nbuf;
+    enum lt_pattern pat = run->cfg->pattern;
+    for (long m = 0; m < count; m++) {
+        int b = nbuf == 1 ? 0 : (int)(m % nbuf);
         if (lower)
             slow_link_delay(run, peer);
-        lt_mpi_check(MPI_Sendrecv(run->sbuf, n, MPI_BYTE, peer, TAG_DATA, run->rbuf, n, MPI_BYTE, peer,
-                                  TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
+        if (pat == LT_BI) {
+            lt_sendrecv(run, run->sring[b], run->rring[b], n, peer, TAG_DATA);
+        } else if (lower) {
+            lt_send(run, run->sring[b], n, peer, TAG_DATA);
+            if (pat == LT_SEMI)
+                lt_recv(run, run->rring[b], n, peer, TAG_DATA);
+        } else {
+            lt_recv(run, run->rring[b], n, peer, TAG_DATA);
+            if (pat == LT_SEMI)
+                lt_send(run, run->sring[b], n, peer, TAG_DATA);
+        }
     }
-    return (cb_now_ns() - t0) / 1e9 / (double)cfg->nmsg;
+    /* unidirectional: a zero-byte acknowledgement closes each phase, so that the sender's
+     * time includes the last message's arrival */
+    if (pat == LT_UNI && count > 0) {
+        if (lower)
+            lt_mpi_check(MPI_Recv(NULL, 0, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+        else
+            lt_mpi_check(MPI_Send(NULL, 0, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD), "MPI_Send");
+    }
 }
 
-/* One pair's exchange: warm-up, timed messages, payload check. Both ranks
- * return the time the lower rank measured and the errors both found. */
+/* One pair's exchange: warm-up, timed messages, payload check. Without --check-buffers
+ * the timed messages run in one stretch; with it in batches of the ring's size: before
+ * each batch (clock stopped) every message's pattern is written, a zero-byte handshake
+ * starts both ranks together, after it (clock stopped) every message received is
+ * checked. Both ranks return the time the lower rank measured and the errors both found. */
 lt_pair_result lt_pair_exchange(lt_run *run, int peer, long tag)
 {
     const lt_config *cfg = run->cfg;
     int lower = run->rank < peer;
-    if (cfg->check_buffers)
-        prepare_payload(run, peer, tag);
-    double t = cfg->pattern == LT_SEMI ? exchange_semi(run, peer)
-               : cfg->pattern == LT_UNI ? exchange_uni(run, peer) : exchange_bi(run, peer);
-    double bad = 0;
-    if (cfg->check_buffers && !(cfg->pattern == LT_UNI && lower))
-        bad = check_payload(run->rbuf, cfg->size, lt_payload_seed(peer, run->rank, tag));
-    double mine[2] = {t, bad}, theirs[2];
-    lt_mpi_check(MPI_Sendrecv(mine, 2, MPI_DOUBLE, peer, TAG_RESULT, theirs, 2, MPI_DOUBLE, peer,
+    messages(run, peer, cfg->warmup);
+    uint64_t ns = 0;
+    long batch = cfg->check_buffers ? run->nbuf : cfg->nmsg;
+    double bad = 0, first_bad = 0;
+    for (long m0 = 0; m0 < cfg->nmsg; m0 += batch) {
+        long count = cfg->nmsg - m0 < batch ? cfg->nmsg - m0 : batch;
+        if (cfg->check_buffers) {
+            prepare_batch(run, peer, tag, m0, count);
+            lt_mpi_check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY,
+                                      MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
+        }
+        uint64_t t0 = cb_now_ns();
+        messages(run, peer, count);
+        ns += cb_now_ns() - t0;
+        if (cfg->check_buffers)
+            bad += check_batch(run, peer, tag, m0, count, &first_bad);
+    }
+    double t = ns / 1e9 / (cfg->pattern == LT_SEMI ? 2.0 * cfg->nmsg : (double)cfg->nmsg);
+    double mine[3] = {t, bad, first_bad}, theirs[3];
+    lt_mpi_check(MPI_Sendrecv(mine, 3, MPI_DOUBLE, peer, TAG_RESULT, theirs, 3, MPI_DOUBLE, peer,
                               TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
-    lt_pair_result r = {lower ? t : theirs[0], bad + theirs[1]};
+    double fb = first_bad == 0 ? theirs[2] : theirs[2] == 0 ? first_bad : fmin(first_bad, theirs[2]);
+    lt_pair_result r = {lower ? t : theirs[0], bad + theirs[1], fb};
     return r;
 }
 
@@ -159,6 +184,7 @@ typedef struct { double v; int rank; } double_int;
 typedef struct {
     double_int max_t, min_t, max_err; /* min_t holds -t: one MAXLOC for all three */
     double sum_t, count, sum_err, sum_bw, err_pairs;
+    double first_bad; /* the first timed message with a wrong byte, over the step's pairs */
 } step_stats;
 
 static void reduce_step(const lt_run *run, int partner, lt_pair_result r, step_stats *out)
@@ -179,7 +205,11 @@ static void reduce_step(const lt_run *run, int partner, lt_pair_result r, step_s
     double osums[5];
     lt_mpi_check(MPI_Reduce(loc, oloc, 3, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD), "MPI_Reduce");
     lt_mpi_check(MPI_Reduce(sums, osums, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    double fb = partner > run->rank && r.first_bad > 0 ? r.first_bad : INFINITY, ofb = INFINITY;
+    if (run->cfg->check_buffers)
+        lt_mpi_check(MPI_Reduce(&fb, &ofb, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD), "MPI_Reduce");
     if (run->rank == 0) {
+        out->first_bad = ofb;
         out->max_t = oloc[0];
         out->min_t = oloc[1];
         out->min_t.v = -out->min_t.v;
@@ -192,14 +222,15 @@ static void reduce_step(const lt_run *run, int partner, lt_pair_result r, step_s
     }
 }
 
-void lt_record_error(lt_run *run, int a, int b, double bytes, const char *where)
+void lt_record_error(lt_run *run, int a, int b, double bytes, double first_bad, const char *where)
 {
     if (run->nerr < LT_MAX_ERROR_PAIRS) {
         run->err_list[2 * run->nerr] = a;
         run->err_list[2 * run->nerr + 1] = b;
         run->nerr++;
     }
-    fprintf(cb_human(), "BUFFER CHECK FAILED %s: pair %d <-> %d received %.0f wrong bytes\n", where, a, b, bytes);
+    fprintf(cb_human(), "BUFFER CHECK FAILED %s: pair %d <-> %d received %.0f wrong bytes (first in timed message "
+            "%.0f)\n", where, a, b, bytes, first_bad);
 }
 
 /* Rank 0's running figures of one iteration. */
@@ -214,7 +245,7 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
 {
     const lt_config *cfg = run->cfg;
     const lt_sched *s = &run->sched;
-    int maxb = lt_partner(s, st->max_t.rank, step);
+    int maxb = lt_partner_of(run, st->max_t.rank, step);
     if (st->count > 0) {
         if (st->max_t.v > p->max) {
             p->max = st->max_t.v;
@@ -224,7 +255,7 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
         if (st->min_t.v < p->min) {
             p->min = st->min_t.v;
             p->min_a = st->min_t.rank;
-            p->min_b = lt_partner(s, st->min_t.rank, step);
+            p->min_b = lt_partner_of(run, st->min_t.rank, step);
         }
         p->sum += st->sum_t;
         p->count += st->count;
@@ -234,7 +265,8 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
     if (st->sum_err > 0) {
         char where[64];
         snprintf(where, sizeof where, "in step %ld", k + 1);
-        lt_record_error(run, st->max_err.rank, lt_partner(s, st->max_err.rank, step), st->max_err.v, where);
+        lt_record_error(run, st->max_err.rank, lt_partner_of(run, st->max_err.rank, step), st->max_err.v,
+                        st->first_bad, where);
         if (st->err_pairs > 1)
             fprintf(cb_human(), "  (and %.0f more pairs in that step)\n", st->err_pairs - 1);
     }
@@ -261,12 +293,13 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
 static void run_step(lt_run *run, long k, long iteration, progress *p)
 {
     const lt_sched *s = &run->sched;
-    long step = s->order[k], tag = (iteration - 1) * s->nsteps + step + 1;
-    int partner = lt_partner(s, run->rank, step);
-    lt_pair_result res = {NAN, 0};
+    long orders = run->cfg->num_randomize_tasks + 1;
+    long step = s->order[k], tag = ((iteration - 1) * orders + run->pass) * s->nsteps + step + 1;
+    int partner = lt_partner_of(run, run->rank, step);
+    lt_pair_result res = {NAN, 0, 0};
     if (run->cfg->serial) {
         for (int a = 0; a < run->size; a++) {
-            int b = lt_partner(s, a, step);
+            int b = lt_partner_of(run, a, step);
             if (b <= a)
                 continue;
             lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -312,24 +345,63 @@ int lt_stop_agreed(lt_run *run)
     return any;
 }
 
+/* --num-randomize-tasks: announce task order pass (stdout; the IDs on stderr). */
+static void announce_order(const lt_run *run, long iteration, int pass)
+{
+    const lt_config *cfg = run->cfg;
+    if (run->rank != 0 || cfg->num_randomize_tasks == 0)
+        return;
+    if (!cfg->quiet)
+        fprintf(cb_human(), "Task order %d of %ld (iteration %ld): %s\n", pass + 1, cfg->num_randomize_tasks + 1,
+                iteration, pass ? "task IDs permuted (--num-randomize-tasks)" : "ranks as started");
+    if (pass && run->size <= 256) {
+        fprintf(stderr, "info: task order %d: rank -> ID:", pass + 1);
+        for (int r = 0; r < run->size; r++)
+            fprintf(stderr, " %d", run->vid[r]);
+        fputc('\n', stderr);
+    }
+    fflush(cb_human());
+    fflush(stderr);
+}
+
+/* One iteration: the schedule in each task order; returns 1 when a signal stopped it. */
+static int run_iteration(lt_run *run, long iteration, progress *p)
+{
+    for (int pass = 0; pass <= run->cfg->num_randomize_tasks; pass++) {
+        lt_task_order(run, pass);
+        announce_order(run, iteration, pass);
+        for (long k = 0; k < run->sched.nsteps; k++) {
+            if (lt_stop_agreed(run)) {
+                if (run->rank == 0)
+                    fprintf(cb_human(), "Interrupted in iteration %ld before step %ld of %ld\n", iteration,
+                            k + 1, run->sched.nsteps);
+                lt_task_order(run, 0);
+                return 1;
+            }
+            run_step(run, k, iteration, p);
+        }
+    }
+    lt_task_order(run, 0);
+    return 0;
+}
+
 /* The parallel test, repeated for --min-iterations / --min-runtime; a signal stops it
- * before the next step (the step under way, one exchange per pair, ends first). */
+ * before the next step (the step under way, one exchange per pair, ends first).
+ * --all-to-all runs before and after it. */
 void lt_run_iterations(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
+    if (cfg->all_to_all)
+        lt_all_to_all(run, 0);
+    lt_phase(run, NULL);
     for (long iteration = 1;; iteration++) {
         progress p = {.t0 = cb_now_ns(), .min = INFINITY, .min_a = -1, .min_b = -1, .max_a = -1, .max_b = -1};
         if (run->rank == 0 && !cfg->quiet && (cfg->min_iterations > 1 || cfg->min_runtime > 0))
             fprintf(cb_human(), "Iteration %ld\n", iteration);
-        for (long k = 0; k < run->sched.nsteps; k++) {
-            if (lt_stop_agreed(run)) {
-                run->iterations = iteration;
-                if (run->rank == 0)
-                    fprintf(cb_human(), "Interrupted in iteration %ld before step %ld of %ld\n", iteration,
-                            k + 1, run->sched.nsteps);
-                return;
-            }
-            run_step(run, k, iteration, &p);
+        if (run_iteration(run, iteration, &p)) {
+            run->iterations = iteration;
+            lt_phase(run, "main test");
+            return;
         }
         if (run->rank == 0)
             print_iteration(run, iteration, &p);
@@ -337,7 +409,10 @@ void lt_run_iterations(lt_run *run)
         lt_mpi_check(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
         if (!more) {
             run->iterations = iteration;
-            return;
+            break;
         }
     }
+    lt_phase(run, "main test");
+    if (cfg->all_to_all && !lt_stop_agreed(run))
+        lt_all_to_all(run, 1);
 }

@@ -3,7 +3,10 @@
  *
  *   options.c   the option table, parsing and the cross-option rules   -> lt_config
  *   plan.c      --plan N: build and check the schedule, no MPI
- *   setup.c     MPI_Init and its checks, host names, schedule, buffers -> lt_run
+ *   setup.c     MPI_Init and its checks, host names, schedule -> lt_run
+ *   buffers.c   the message buffers: allocators, rings, fills, checks, GPU staging
+ *   gpu.c       the CUDA calls (--use-gpu-memory), or stubs in a build without nvcc
+ *   monitor.c   stderr monitoring: phase timings, memory per task, all-to-all
  *   exchange.c  the parallel test: pair exchanges, steps, iterations
  *   retest.c    collect: the matrix summary, the slowest pairs, their serial retest
  *   results.c   the .npz results file, streamed through rank 0
@@ -25,9 +28,19 @@
 #define LT_HOST_LEN 64
 #define LT_PLAN_PRINT_MAX 256
 #define LT_MAX_ERROR_PAIRS 1000
+#define LT_MAX_DELAYS 8
+#define LT_MEM_FIELDS 4 /* KiB: resident, peak, locked, transparent huge pages */
 
 enum lt_pattern { LT_SEMI, LT_UNI, LT_BI };
 extern const char *const lt_pattern_names[];
+
+/* --memory-buffer-allocator (LinkTest's names; LT_ALLOC_HUGE is ours) */
+enum lt_alloc { LT_ALLOC_DEFAULT, LT_ALLOC_ALIGNED, LT_ALLOC_PINNED_MMAP, LT_ALLOC_POSIX, LT_ALLOC_HUGE,
+                LT_ALLOC_CUDA, LT_ALLOC_COUNT };
+extern const char *const lt_alloc_names[];
+/* where the message buffers are: host memory, GPU memory handed to a CUDA-aware MPI, or GPU
+ * memory staged through pinned host memory around every MPI call */
+enum lt_gpu_mode { LT_GPU_NONE, LT_GPU_AWARE, LT_GPU_STAGED };
 
 /* The options (options.c fills it from the table; nothing changes it afterwards). */
 typedef struct lt_config {
@@ -37,6 +50,14 @@ typedef struct lt_config {
     enum lt_pattern pattern;       /* from the two flags above */
     int bisection, serial, randomize, group_host, check_buffers, quiet, no_output, small_pages;
     uint64_t seed;
+    /* LinkTest's options beyond the pattern */
+    int no_sion, parallel_sion;    /* LinkTest's SION file is our .npz: mapped to no_output / ignored */
+    int all_to_all, use_gpu, multi_buffer, randomize_buffers;
+    long num_multi_buffer;         /* 0: one buffer per message (max of -n and -w) */
+    uint64_t seed_buffers, seed_tasks;
+    long num_randomize_tasks;
+    int allocator;                 /* enum lt_alloc */
+    const char *mode_from;         /* where the transport layer came from */
     long num_slowest, min_iterations;
     double min_runtime;            /* seconds */
     const char *mode, *output, *json_path;
@@ -62,16 +83,37 @@ typedef struct lt_run {
     /* set-up */
     int rank, size;
     lt_sched sched;
-    long long expected;      /* pairs the schedule tests */
-    char *sbuf, *rbuf;
+    long long expected;      /* pairs the schedule tests (over all task orders) */
+    char *sbuf, *rbuf;       /* sring[0], rring[0] */
+    /* buffers.c: rings of nbuf send and receive buffers (1 unless --multi-buffer or
+     * --check-buffers); on the GPU with --use-gpu-memory */
+    char **sring, **rring;
+    int nbuf;
+    size_t buf_bytes;        /* allocated size of each buffer */
+    int gpu_mode;            /* enum lt_gpu_mode */
+    int gpu_device, gpu_count;
+    char gpu_name[128];
+    char *stage_s, *stage_r; /* LT_GPU_STAGED: pinned host copies */
+    char *scratch;           /* host copy for fills and checks of GPU buffers */
+    int mlocked;             /* pinned-memory-map: mlock succeeded on every buffer */
+    /* --num-randomize-tasks: the current task order (NULL: as started) */
+    int *vid, *rank_of;      /* [size] rank -> its ID in the schedule, and back */
+    int pass;                /* 0: as started, 1..: permuted */
     double *row;             /* time per message with each partner; NaN: not tested */
     int *host_id;            /* [size] host number of each rank */
     int nhosts;
     char *hosts;             /* rank 0: [size][LT_HOST_LEN] */
     /* fault injection (CB_LINKTEST_DELAY, CB_LINKTEST_CORRUPT) */
-    int delay_a, delay_b;    /* -1: none */
-    double delay_us;
+    int ndelay, delay_a[LT_MAX_DELAYS], delay_b[LT_MAX_DELAYS];
+    double delay_us[LT_MAX_DELAYS];
     int corrupt_rank, corrupt_pending;
+    long corrupt_msg;        /* CB_LINKTEST_CORRUPT=R:K, timed message K (1-based; 0: the last) */
+    /* monitoring (monitor.c) */
+    uint64_t phase_ns;       /* start of the current phase */
+    double mem_kib[LT_MEM_FIELDS]; /* this rank after set-up: resident, peak, locked, huge pages */
+    double *task_mem;        /* rank 0: [size][LT_MEM_FIELDS] */
+    double a2a[2];           /* --all-to-all: this rank's seconds per MPI_Alltoall, before/after */
+    double *a2a_all;         /* rank 0: [2][size] */
     /* run */
     char started[64];
     uint64_t t0_ns;
@@ -104,20 +146,59 @@ int lt_plan(const lt_config *cfg);
 int lt_launcher_rank(void);
 int lt_mute_stderr(void);
 void lt_unmute_stderr(int saved);
+int lt_mute_stdout(void);
+void lt_unmute_stdout(int saved);
 int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank);
 void lt_set_up(lt_run *run);
 void lt_tear_down(lt_run *run);
 void lt_mpi_check(int rc, const char *what);
+void lt_all_ok_or_exit(const lt_run *run, int ok, int code, const char *what);
+int lt_mpi_cuda_aware(void);
+/* the partner of rank in a step of the current task order; -1: idle */
+int lt_partner_of(const lt_run *run, int rank, long step);
+/* --num-randomize-tasks: pass 0 is the order as started, pass p a permutation; rebuilds the schedule */
+void lt_task_order(lt_run *run, int pass);
+
+/* buffers.c */
+void lt_buffers_set_up(lt_run *run);
+void lt_buffers_free(lt_run *run);
+void *lt_host_alloc(lt_run *run, size_t bytes);
+void lt_host_free(const lt_run *run, void *p, size_t bytes);
+void lt_buf_fill(lt_run *run, char *buf, size_t n, uint64_t seed);
+void lt_buf_zero(lt_run *run, char *buf, size_t n);
+double lt_buf_check(lt_run *run, const char *buf, size_t n, uint64_t seed);
+uint32_t lt_buf_crc(lt_run *run, const char *buf, size_t n);
+void lt_send(lt_run *run, const char *buf, int n, int peer, int tag);
+void lt_recv(lt_run *run, char *buf, int n, int peer, int tag);
+void lt_sendrecv(lt_run *run, const char *sb, char *rb, int n, int peer, int tag);
+const char *lt_alloc_descr(const lt_run *run);
+
+/* gpu.c: 0, or -1 with the reason in why */
+int lt_gpu_select(int local_rank, int *device, int *count, char *name, size_t namelen, char *why, size_t len);
+void *lt_gpu_alloc(size_t bytes);
+void lt_gpu_free(void *p);
+void *lt_gpu_host_alloc(size_t bytes);
+void lt_gpu_host_free(void *p);
+void lt_gpu_to_host(void *dst, const void *src, size_t n);
+void lt_gpu_from_host(void *dst, const void *src, size_t n);
+void lt_gpu_zero(void *p, size_t n);
+extern const int lt_gpu_built;
+
+/* monitor.c */
+void lt_phase(lt_run *run, const char *name);
+void lt_report_memory(lt_run *run);
+void lt_all_to_all(lt_run *run, int after);
 
 /* exchange.c */
 /* Collective: whether any rank has had SIGINT, SIGTERM or SIGHUP; sets run->interrupted. */
 int lt_stop_agreed(lt_run *run);
-typedef struct { double t, errors; } lt_pair_result;
+typedef struct { double t, errors, first_bad; } lt_pair_result; /* first_bad: 1-based message */
 lt_pair_result lt_pair_exchange(lt_run *run, int peer, long tag);
 void lt_run_iterations(lt_run *run);
-void lt_record_error(lt_run *run, int a, int b, double bytes, const char *where);
-uint64_t lt_payload_seed(int from, int to, long tag);
+void lt_record_error(lt_run *run, int a, int b, double bytes, double first_bad, const char *where);
+uint64_t lt_payload_seed(const lt_run *run, int from, int to, long tag, long msg);
 void lt_fill_payload(char *buf, size_t n, uint64_t seed);
+double lt_check_payload(const char *buf, size_t n, uint64_t seed);
 
 /* retest.c */
 void lt_collect(lt_run *run);

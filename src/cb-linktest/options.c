@@ -8,15 +8,55 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <ctype.h>
 
 const char *const lt_pattern_names[] = {"semidirectional", "unidirectional", "bidirectional"};
+/* LinkTest's allocator names (the usage document's), then ours */
+const char *const lt_alloc_names[] = {"DEFAULT", "aligned-memory_allocator", "pinned-memory-map_allocator",
+                                      "POSIX_aligned-memory_allocator", "huge-pages", "CUDA_memory_allocator"};
+/* the short spellings accepted beside them (any case, '-' or '_') */
+static const char *const alloc_short[] = {"default", "aligned", "pinned-memory-map", "posix-aligned", "huge-pages",
+                                          "cuda"};
+#define LT_SUPPORTED_MODES "mpi"
 
-/* -m/--mode: LinkTest's transport layer; we have MPI only. */
+/* -m/--mode (also LINKTEST_VCLUSTER_IMPL, or a cb-linktest.LAYER executable name, as
+ * LinkTest reads them): the transport layer; this build has MPI only. */
+static void check_mode(const char *mode, const char *from)
+{
+    if (strcasecmp(mode, "mpi") != 0)
+        cb_usage_error("transport layer '%s' (%s) is not available: this build supports [%s]", mode, from,
+                       LT_SUPPORTED_MODES);
+}
+
 static void parse_mode(const char *opt, const char *arg, void *dest)
 {
-    if (strcmp(arg, "mpi") != 0)
-        cb_usage_error("invalid value '%s' for %s: cb-linktest supports only mpi", arg, opt);
+    check_mode(arg, opt);
     *(const char **)dest = arg;
+}
+
+/* Compare allocator names ignoring case and '-' against '_'. */
+static int same_name(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        char x = *a == '_' ? '-' : (char)tolower((unsigned char)*a);
+        char y = *b == '_' ? '-' : (char)tolower((unsigned char)*b);
+        if (x != y)
+            return 0;
+    }
+    return !*a && !*b;
+}
+
+static void parse_allocator(const char *opt, const char *arg, void *dest)
+{
+    for (int i = 0; i < LT_ALLOC_COUNT; i++)
+        if (same_name(arg, lt_alloc_names[i]) || same_name(arg, alloc_short[i])) {
+            *(int *)dest = i;
+            return;
+        }
+    cb_usage_error("invalid value '%s' for %s: expected DEFAULT, aligned-memory_allocator, "
+                   "pinned-memory-map_allocator, POSIX_aligned-memory_allocator, huge-pages or "
+                   "CUDA_memory_allocator (or aligned, pinned-memory-map, POSIX_aligned, cuda)", arg, opt);
 }
 
 /* --max-time: microseconds per message (a bare number, as always), or a
@@ -73,18 +113,48 @@ static const cb_opt opts[] = {
     {.name = "num-slowest", .type = CB_OPT_LONG, .off = F(num_slowest), .min = 0, .max = 100000,
      .def = "10", .arg = "K", .help = "slowest pairs retested serially"},
     {.name = "check-buffers", .type = CB_OPT_FLAG, .off = F(check_buffers),
-     .help = "verify every payload received (the last message\nof each pair and step); a "
-             "mismatch is an error"},
+     .help = "verify the payload of every timed message: each\ncarries its own pattern, checked "
+             "outside the\ntimed region; a wrong byte is an error"},
     {.name = "min-iterations", .type = CB_OPT_LONG, .off = F(min_iterations), .min = 1,
      .max = 1000000000L, .def = "1", .arg = "N", .help = "repeat the whole test at least N times"},
     {.name = "min-runtime", .type = CB_OPT_DURATION, .off = F(min_runtime), .min = 0,
      .max = 365 * 86400.0, .def = "0", .arg = "SECONDS",
      .help = "repeat it for at least SECONDS (or 30m, 2h; the\nmatrix keeps each pair's slowest time)"},
+    {.name = "all-to-all", .type = CB_OPT_FLAG, .off = F(all_to_all),
+     .help = "also time MPI_Alltoall (-s bytes to every rank)\nbefore and after the test"},
+    {.name = "num-randomize-tasks", .type = CB_OPT_LONG, .off = F(num_randomize_tasks), .min = 0,
+     .max = 1000000, .def = "0", .arg = "V",
+     .help = "after the test in rank order, repeat it for V\nrandom permutations of the task IDs"},
+    {.name = "seed-randomize-tasks", .type = CB_OPT_U64, .off = F(seed_tasks), .min = 0,
+     .max = 9223372036854775807.0, .def = "29309775", .arg = "N", .help = "seed of those permutations"},
+    {.name = "memory-buffer-allocator", .type = CB_OPT_CUSTOM, .off = F(allocator),
+     .parse = parse_allocator, .arg = "NAME", .section = "Buffers:",
+     .help = "DEFAULT (posix_memalign; 2 MiB aligned with\ntransparent huge pages from 2 MiB), "
+             "aligned-memory_allocator\n(aligned_alloc), pinned-memory-map_allocator (mmap +\n"
+             "mlock), POSIX_aligned-memory_allocator\n(posix_memalign, 4 KiB pages), huge-pages (always\n"
+             "2 MiB + THP), CUDA_memory_allocator (= --use-gpu-memory)"},
     {.name = "no-huge-pages", .type = CB_OPT_FLAG, .off = F(small_pages),
-     .help = "message buffers on 4 KiB pages (default: buffers of\n2 MiB and more ask for "
-             "transparent huge pages)"},
+     .help = "= --memory-buffer-allocator POSIX_aligned-memory_allocator"},
+    {.name = "multi-buffer", .type = CB_OPT_FLAG, .off = F(multi_buffer),
+     .help = "send and receive from a ring of buffers, one after\nthe other"},
+    {.name = "num-multi-buffer", .type = CB_OPT_LONG, .off = F(num_multi_buffer), .min = 0,
+     .max = 1000000000L, .def = "0", .arg = "K",
+     .help = "buffers in each ring (2..max(-n, -w); 0: that maximum;\nimplies --multi-buffer)"},
+    {.name = "randomize-buffers", .type = CB_OPT_FLAG, .off = F(randomize_buffers),
+     .help = "fill the buffers with pseudo-random bytes (default:\nzeros)"},
+    {.name = "seed-randomize-buffers", .type = CB_OPT_U64, .off = F(seed_buffers), .min = 0,
+     .max = 9223372036854775807.0, .def = "1234567890", .arg = "N", .help = "seed of those bytes"},
+    {.name = "use-gpu-memory", .type = CB_OPT_FLAG, .off = F(use_gpu),
+     .help = "message buffers on each rank's local GPU (CUDA;\nCUDA-aware MPI, else staged through "
+             "pinned host\nmemory); exit 3 when no GPU is visible"},
+
     {.name = "mode", .letter = 'm', .type = CB_OPT_CUSTOM, .off = F(mode), .parse = parse_mode,
-     .arg = "mpi", .help = "transport layer; only mpi (LinkTest compatible)"},
+     .arg = "mpi", .help = "transport layer: this build supports [" LT_SUPPORTED_MODES "]",
+     .section = "LinkTest compatibility:"},
+    {.name = "no-sion-file", .type = CB_OPT_FLAG, .off = F(no_sion),
+     .help = "LinkTest's SION file is our .npz: = --no-output"},
+    {.name = "parallel-sion-file", .type = CB_OPT_FLAG, .off = F(parallel_sion),
+     .help = "accepted; the .npz is always streamed through rank 0"},
 
     {.name = "min-bandwidth", .type = CB_OPT_DOUBLE, .off = F(min_bw_gbits), .min = 1e-9, .max = 1e9,
      .arg = "GBITS", .help = "every pair at least GBITS Gbit/s (after retest)",
@@ -113,6 +183,11 @@ static const cb_opt opts[] = {
 
     {.name = "group-by-hostname", .replaced_by = "group-processes-by-hostname"},
     {.name = "seed", .replaced_by = "seed-randomize-steps"},
+    /* spellings in the prose and examples of LinkTest's usage document */
+    {.name = "randomize", .replaced_by = "randomize-steps"},
+    {.name = "use-gpus", .replaced_by = "use-gpu-memory"},
+    {.name = "memory_buffer_allocator", .replaced_by = "memory-buffer-allocator"},
+    {.name = "num_multi_buf", .replaced_by = "num-multi-buffer"},
     {0}};
 #undef F
 
@@ -130,10 +205,13 @@ static const cb_cmd cmd = {
             "Bandwidth = message size / time, in Gbit/s (10^9 bit/s), per direction.\n"
             "Results file (NumPy .npz, np.load(FILE)): time[N,N] seconds per message\n"
             "(NaN: not tested), hosts[N], slowest_pairs[K,2], slowest_time[K],\n"
-            "retest_time[K], error_pairs[E,2], meta (JSON text: options, version, ...).\n"
-            "Fault injection, for testing: CB_LINKTEST_DELAY=I-J:USEC delays every message\n"
-            "rank min(I,J) sends to the other by USEC us (a slow link); CB_LINKTEST_CORRUPT=R\n"
-            "flips one byte of rank R's first payload (a corrupted transfer, for --check-buffers).\n"
+            "retest_time[K], error_pairs[E,2], task_memory_kib[N,4], alltoall_time[2,N]\n"
+            "(--all-to-all), task_order[V,N] (--num-randomize-tasks), meta (JSON text).\n"
+            "Fault injection, for testing: CB_LINKTEST_DELAY=I-J:USEC[,K-L:USEC...] delays every\n"
+            "message rank min(I,J) sends to the other by USEC us (slow links); CB_LINKTEST_CORRUPT=R[:K]\n"
+            "flips one byte of timed message K (default: the last) that rank R sends in its\n"
+            "first pair test (a corrupted transfer, for --check-buffers).\n"
+            "Monitoring on stderr (rank 0): phase timings, memory per task, the allocator.\n"
             "\n"
             "SIGINT, SIGTERM or SIGHUP (mpirun and srun pass them to every rank) stops the\n"
             "test before the next step, skips the retest, and writes what was measured: the\n"
@@ -142,7 +220,8 @@ static const cb_cmd cmd = {
             "Exit status: 0 ran and met the judging options, 1 did not (or a payload\n"
             "failed verification, or a pair was not tested), 2 usage error (also an odd\n"
             "number of ranks; --json with --plan), 3 could not run (MPI, memory, results\n"
-            "file), 128 + the signal's number when interrupted (130 SIGINT, 143 SIGTERM).\n",
+            "file, no GPU for --use-gpu-memory), 128 + the signal's number when interrupted\n"
+            "(130 SIGINT, 143 SIGTERM).\n",
     .opts = opts,
 };
 
@@ -179,6 +258,56 @@ static void check_run(const lt_config *c)
         cb_usage_error("cannot write --output %s: its directory does not exist or is not writable", c->output);
 }
 
+/* The transport layer as LinkTest finds it: --mode, else the executable's suffix
+ * (linktest.LAYER), else LINKTEST_VCLUSTER_IMPL; this build has mpi only. */
+static void resolve_mode(lt_config *c, const char *argv0)
+{
+    const char *base = strrchr(argv0, '/') ? strrchr(argv0, '/') + 1 : argv0;
+    const char *dot = strrchr(base, '.'), *env = getenv("LINKTEST_VCLUSTER_IMPL");
+    if (c->mode) {
+        c->mode_from = "--mode";
+    } else if (dot && dot[1]) {
+        c->mode = dot + 1;
+        c->mode_from = "the executable's name";
+    } else if (env && *env) {
+        c->mode = env;
+        c->mode_from = "LINKTEST_VCLUSTER_IMPL";
+    } else {
+        c->mode = "mpi";
+        c->mode_from = "the default";
+    }
+    check_mode(c->mode, c->mode_from);
+}
+
+/* LinkTest's options that join others. */
+static void check_linktest(lt_config *c)
+{
+    if (c->no_sion)
+        c->no_output = 1; /* LinkTest's SION file is our .npz */
+    if (c->small_pages) {
+        if (c->allocator != LT_ALLOC_DEFAULT && c->allocator != LT_ALLOC_POSIX)
+            cb_usage_error("--no-huge-pages and --memory-buffer-allocator %s exclude each other",
+                           lt_alloc_names[c->allocator]);
+        c->allocator = LT_ALLOC_POSIX;
+    }
+    if (c->allocator == LT_ALLOC_CUDA)
+        c->use_gpu = 1; /* LinkTest's allocator for GPU memory */
+    else if (c->use_gpu && c->allocator != LT_ALLOC_DEFAULT)
+        cb_usage_error("--use-gpu-memory allocates on the GPU: --memory-buffer-allocator %s is for host memory",
+                       lt_alloc_names[c->allocator]);
+    if (c->use_gpu)
+        c->allocator = LT_ALLOC_CUDA;
+    long most = c->nmsg > c->warmup ? c->nmsg : c->warmup;
+    if (cb_opts_given(&cmd, "num-multi-buffer") && c->num_multi_buffer != 0) {
+        if (c->num_multi_buffer < 2 || c->num_multi_buffer > most)
+            cb_usage_error("--num-multi-buffer %ld: must be between 2 and %ld (the larger of -n and -w), "
+                           "or 0 for that", c->num_multi_buffer, most);
+        c->multi_buffer = 1;
+    }
+    if (c->multi_buffer && c->num_multi_buffer == 0)
+        c->num_multi_buffer = most < 2 ? 2 : most;
+}
+
 /* The options, checked; exits 2 (or 0 for --help / --version). */
 void lt_options_parse(lt_config *c, int argc, char **argv)
 {
@@ -196,5 +325,7 @@ void lt_options_parse(lt_config *c, int argc, char **argv)
     }
     if (c->plan_hosts || c->plan_print)
         cb_usage_error("--plan-hosts and --plan-print go with --plan N");
+    resolve_mode(c, argv[0]);
     check_run(c);
+    check_linktest(c);
 }

@@ -45,7 +45,19 @@ void lt_json_options(cb_json *j, const lt_config *cfg)
     cbj_bool(j, "randomize_steps", cfg->randomize);
     cbj_int(j, "seed_randomize_steps", (long long)cfg->seed);
     cbj_bool(j, "check_buffers", cfg->check_buffers);
-    cbj_bool(j, "huge_pages", !cfg->small_pages);
+    cbj_bool(j, "huge_pages", cfg->allocator == LT_ALLOC_HUGE || cfg->allocator == LT_ALLOC_DEFAULT);
+    cbj_str(j, "mode", cfg->mode ? cfg->mode : "mpi");
+    cbj_str(j, "memory_buffer_allocator", lt_alloc_names[cfg->allocator]);
+    cbj_bool(j, "all_to_all", cfg->all_to_all);
+    cbj_bool(j, "use_gpu_memory", cfg->use_gpu);
+    cbj_bool(j, "multi_buffer", cfg->multi_buffer);
+    cbj_int(j, "num_multi_buffer", cfg->num_multi_buffer);
+    cbj_bool(j, "randomize_buffers", cfg->randomize_buffers);
+    cbj_int(j, "seed_randomize_buffers", (long long)cfg->seed_buffers);
+    cbj_int(j, "num_randomize_tasks", cfg->num_randomize_tasks);
+    cbj_int(j, "seed_randomize_tasks", (long long)cfg->seed_tasks);
+    cbj_bool(j, "no_sion_file", cfg->no_sion);
+    cbj_bool(j, "parallel_sion_file", cfg->parallel_sion);
     cbj_int(j, "num_slowest", cfg->num_slowest);
     cbj_int(j, "min_iterations", cfg->min_iterations);
     cbj_num(j, "min_runtime", cfg->min_runtime);
@@ -53,6 +65,37 @@ void lt_json_options(cb_json *j, const lt_config *cfg)
         cbj_num(j, "min_bandwidth_gbits", cfg->min_bw_gbits);
     if (cfg->max_time_us > 0)
         cbj_num(j, "max_time_us", cfg->max_time_us);
+}
+
+/* The settings lines of LinkTest's options beyond the pattern, and what ours did with them. */
+static void print_linktest_settings(const lt_run *run)
+{
+    const lt_config *cfg = run->cfg;
+    FILE *h = cb_human();
+    fprintf(h, "Transport layer:       %s (from %s; this build supports [mpi])\n", cfg->mode, cfg->mode_from);
+    fprintf(h, "Buffers:               %s\n", lt_alloc_descr(run));
+    if (cfg->multi_buffer)
+        fprintf(h, "Multiple buffers:      %d send and %d receive buffers, used in turn (--multi-buffer)\n", run->nbuf,
+                run->nbuf);
+    fprintf(h, "Buffer contents:       %s\n", cfg->randomize_buffers ? "pseudo-random bytes (--randomize-buffers)"
+                                                                    : "zeros");
+    if (cfg->randomize_buffers)
+        fprintf(h, "Seed (buffers):        %llu\n", (unsigned long long)cfg->seed_buffers);
+    fprintf(h, "Use GPU memory:        %s\n", run->gpu_mode == LT_GPU_AWARE ? "yes, handed to MPI (CUDA-aware MPI)"
+                                          : run->gpu_mode == LT_GPU_STAGED
+                                              ? "yes, staged through pinned host memory (the MPI is not CUDA-aware)"
+                                              : "no");
+    if (cfg->check_buffers)
+        fprintf(h, "Check buffers:         every timed message (its own pattern), in batches of %d, checked "
+                   "outside the timed region\n", run->nbuf);
+    else
+        fprintf(h, "Check buffers:         no\n");
+    fprintf(h, "All-to-all:            %s\n", cfg->all_to_all ? "MPI_Alltoall timed before and after the test" : "no");
+    if (cfg->num_randomize_tasks)
+        fprintf(h, "Mixing task order:     yes: after the ranks as started, %ld random permutations (seed %llu)\n",
+                cfg->num_randomize_tasks, (unsigned long long)cfg->seed_tasks);
+    else
+        fprintf(h, "Mixing task order:     no\n");
 }
 
 void lt_print_settings(const lt_run *run)
@@ -71,18 +114,24 @@ void lt_print_settings(const lt_run *run)
            cfg->group_host ? ", on different hosts only" : "", run->expected);
     fprintf(cb_human(), "Steps:                 %ld%s%s\n", run->sched.nsteps, cfg->randomize ? ", randomized order" : "",
            cfg->serial ? ", pairs of a step one at a time (--serial-tests)" : "");
-    fprintf(cb_human(), "Check buffers:         %s\n", cfg->check_buffers ? "yes" : "no");
-    fprintf(cb_human(), "Buffers:               %s\n", cfg->small_pages || cfg->size < (2 << 20) ? "4 KiB pages"
-                                        : "transparent huge pages where the kernel gives them");
+    print_linktest_settings(run);
     fprintf(cb_human(), "Serial retest:         %ld slowest pairs\n", cfg->num_slowest);
     if (cfg->min_iterations > 1 || cfg->min_runtime > 0)
-        fprintf(cb_human(), "Repeat:                at least %ld iterations and %.1f s\n", cfg->min_iterations, cfg->min_runtime);
-    fprintf(cb_human(), "Results file:          %s\n", cfg->no_output ? "none (--no-output)" : cfg->output);
-    if (run->delay_a >= 0)
+        fprintf(cb_human(), "Repeat:                at least %ld iterations and %.1f s (LinkTest then writes no SION "
+                "file; the .npz keeps each pair's slowest time)\n", cfg->min_iterations, cfg->min_runtime);
+    if (cfg->no_output)
+        fprintf(cb_human(), "Results file:          none (%s)\n", cfg->no_sion ? "--no-sion-file: LinkTest's SION "
+                "file is cb-linktest's .npz, so none is written" : "--no-output");
+    else
+        fprintf(cb_human(), "Results file:          %s (.npz in place of LinkTest's SION file%s)\n", cfg->output,
+                cfg->parallel_sion ? "; --parallel-sion-file: no parallel writer, rank 0 streams the "
+                                     "matrix row by row" : "");
+    for (int i = 0; i < run->ndelay; i++)
         fprintf(cb_human(), "TESTING: CB_LINKTEST_DELAY slows pair %d <-> %d by %.1f us per message\n",
-               run->delay_a, run->delay_b, run->delay_us);
+               run->delay_a[i], run->delay_b[i], run->delay_us[i]);
     if (run->corrupt_rank >= 0)
-        fprintf(cb_human(), "TESTING: CB_LINKTEST_CORRUPT corrupts one payload of rank %d\n", run->corrupt_rank);
+        fprintf(cb_human(), "TESTING: CB_LINKTEST_CORRUPT corrupts timed message %ld that rank %d sends first\n",
+                run->corrupt_msg, run->corrupt_rank);
     fprintf(cb_human(), "--------------------------------------------------------------\n");
     fflush(cb_human());
 }
@@ -161,6 +210,24 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_str(j, "output", run->cfg->no_output || run->write_failed ? "" : run->cfg->output);
 }
 
+/* --all-to-all: the slowest rank's time per MPI_Alltoall before and after the test (NaN
+ * after when a signal stopped the test), and what it sent per second. */
+static void alltoall_metrics(cb_json *j, const lt_run *run)
+{
+    const char *names[2][2] = {{"alltoall_before_time", "alltoall_before_bandwidth"},
+                               {"alltoall_after_time", "alltoall_after_bandwidth"}};
+    for (int k = 0; k < 2; k++) {
+        double worst = NAN;
+        for (int r = 0; r < run->size; r++) {
+            double t = run->a2a_all[(size_t)k * run->size + r];
+            if (!isnan(t) && (isnan(worst) || t > worst))
+                worst = t;
+        }
+        cbj_metric(j, names[k][0], worst * 1e6, "us");
+        cbj_metric(j, names[k][1], cb_gbits((double)run->cfg->size * (run->size - 1), worst), "Gbit/s");
+    }
+}
+
 static void doc_metrics(cb_json *j, const void *ctx)
 {
     const lt_run *run = ((const doc_ctx *)ctx)->run;
@@ -178,6 +245,8 @@ static void doc_metrics(cb_json *j, const void *ctx)
     cbj_metric(j, "parallel_min_bandwidth", lt_gbits(run->cfg, s->max_t), "Gbit/s");
     cbj_metric(j, "pairs_tested", s->npairs, "pairs");
     cbj_metric(j, "pairs_expected", (double)run->expected, "pairs");
+    if (run->cfg->all_to_all && run->a2a_all)
+        alltoall_metrics(j, run);
     if (run->cfg->check_buffers) {
         cbj_metric(j, "verification_errors", run->err_pairs, "pairs");
         cbj_metric(j, "wrong_bytes", run->err_bytes, "bytes");

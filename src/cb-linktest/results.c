@@ -63,6 +63,36 @@ static void write_arrays(const lt_run *run, lt_npz *z)
     free(ep);
 }
 
+/* Monitoring arrays: task_memory_kib[N,4] (resident, peak, locked, huge pages); with --all-to-all alltoall_time[2,N]; with
+ * --num-randomize-tasks task_order[V,N] (each permuted order: the ID every rank played). */
+static void write_monitoring(lt_run *run, lt_npz *z)
+{
+    int n = run->size;
+    uint64_t sm[2] = {(uint64_t)n, LT_MEM_FIELDS};
+    lt_npz_array(z, "task_memory_kib", "f8", 8, sm, 2, run->task_mem);
+    if (run->cfg->all_to_all && run->a2a_all) {
+        uint64_t sa[2] = {2, (uint64_t)n};
+        lt_npz_array(z, "alltoall_time", "f8", 8, sa, 2, run->a2a_all);
+    }
+    long v = run->cfg->num_randomize_tasks;
+    if (v > 0) {
+        uint64_t so[2] = {(uint64_t)v, (uint64_t)n};
+        lt_npz_begin(z, "task_order", "i8", 8, so, 2);
+        int64_t *row = malloc(sizeof(int64_t) * (size_t)n);
+        if (!row)
+            cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+        for (int p = 1; p <= v; p++) { /* the orders are rebuilt here, without communication */
+            lt_task_order(run, p);
+            for (int r = 0; r < n; r++)
+                row[r] = run->vid[r];
+            lt_npz_write(z, row, sizeof(int64_t) * (size_t)n);
+        }
+        lt_task_order(run, 0);
+        free(row);
+        lt_npz_end(z);
+    }
+}
+
 /* meta: JSON text describing the run. */
 static void write_meta(const lt_run *run, lt_npz *z)
 {
@@ -80,6 +110,9 @@ static void write_meta(const lt_run *run, lt_npz *z)
     cbj_int(&m, "hosts", run->nhosts);
     cbj_int(&m, "steps", run->sched.nsteps);
     cbj_int(&m, "iterations", run->iterations);
+    cbj_int(&m, "buffers_per_ring", run->nbuf);
+    cbj_str(&m, "allocator", lt_alloc_descr(run));
+    cbj_str(&m, "gpu_transfer", run->gpu_mode == LT_GPU_AWARE ? "cuda-aware" : run->gpu_mode == LT_GPU_STAGED ? "staged" : "none");
     cbj_str(&m, "time_unit", "s");
     cbj_str(&m, "time", "seconds per message, one way, as the lower rank of the pair measured it; "
                         "symmetric; NaN where the pair was not tested; over several iterations "
@@ -117,6 +150,7 @@ int lt_write_results(lt_run *run)
     }
     stream_matrix(run, &z);
     write_arrays(run, &z);
+    write_monitoring(run, &z);
     write_meta(run, &z);
     if (lt_npz_close(&z) != 0) {
         cb_warn("cannot write the results file %s: %s", path, z.error);

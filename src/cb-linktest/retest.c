@@ -106,18 +106,18 @@ static void retest_slowest(lt_run *run)
         }
         int a = (int)slow[k].a, b = (int)slow[k].b;
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-        lt_pair_result r = {-1, 0};
+        lt_pair_result r = {-1, 0, 0};
         if (run->rank == a || run->rank == b)
             r = lt_pair_exchange(run, run->rank == a ? b : a, -(long)(k + 1));
-        double v[2] = {run->rank == a ? r.t : -1, run->rank == a ? r.errors : 0}, o[2];
-        lt_mpi_check(MPI_Reduce(v, o, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
+        double v[3] = {run->rank == a ? r.t : -1, run->rank == a ? r.errors : 0, run->rank == a ? r.first_bad : 0}, o[3];
+        lt_mpi_check(MPI_Reduce(v, o, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
         if (run->rank != 0)
             continue;
         run->retest[k] = o[0];
         if (o[1] > 0) {
             run->err_bytes += o[1];
             run->err_pairs++;
-            lt_record_error(run, a, b, o[1], "in the retest");
+            lt_record_error(run, a, b, o[1], o[2], "in the retest");
         }
         fprintf(cb_human(), "%3d: %d <-> %d (%s <-> %s): 1st %s (%.3f Gbit/s)  retest %s (%.3f Gbit/s)  retest/1st %.2f\n",
                k + 1, a, b, run->hosts + (size_t)a * LT_HOST_LEN, run->hosts + (size_t)b * LT_HOST_LEN,
@@ -137,9 +137,11 @@ void lt_collect(lt_run *run)
     if (!run->slow || !run->retest)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     summarize(run);
+    lt_phase(run, "search slow");
     run->nretest = run->nslow < num_slowest ? run->nslow : (int)num_slowest;
     if (run->interrupted) /* interrupted in the parallel test: no retest */
         run->nretest = 0;
     retest_slowest(run);
+    lt_phase(run, "test slow");
     run->duration = (cb_now_ns() - run->t0_ns) / 1e9;
 }

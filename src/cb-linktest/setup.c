@@ -6,6 +6,9 @@
 #include <fcntl.h>
 #include <math.h>
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support */
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -58,6 +61,26 @@ int lt_mute_stderr(void)
     return saved;
 }
 
+int lt_mute_stdout(void)
+{
+    fflush(stdout);
+    int saved = dup(1), devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 1);
+        close(devnull);
+    }
+    return saved;
+}
+
+void lt_unmute_stdout(int saved)
+{
+    if (saved >= 0) {
+        fflush(stdout);
+        dup2(saved, 1);
+        close(saved);
+    }
+}
+
 void lt_unmute_stderr(int saved)
 {
     if (saved >= 0) {
@@ -66,37 +89,51 @@ void lt_unmute_stderr(int saved)
     }
 }
 
-/* CB_LINKTEST_DELAY=I-J:USEC (a slow link) and CB_LINKTEST_CORRUPT=R (a
+/* CB_LINKTEST_DELAY=I-J:USEC[,K-L:USEC...] (slow links) and CB_LINKTEST_CORRUPT=R[:K] (a
  * corrupted transfer): faults the tests inject into a real run. */
 static void read_fault_env(lt_run *run)
 {
     const char *d = getenv("CB_LINKTEST_DELAY");
-    if (d && *d) {
+    for (const char *p = d && *d ? d : NULL; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
         int a, b, used = 0;
         double us;
-        if (sscanf(d, "%d-%d:%lf%n", &a, &b, &us, &used) != 3 || d[used] || a < 0 || b < 0 ||
-            a >= run->size || b >= run->size || a == b || us <= 0)
-            cb_usage_error("CB_LINKTEST_DELAY='%s': expected I-J:USEC, two different ranks below %d",
-                           d, run->size);
-        run->delay_a = a;
-        run->delay_b = b;
-        run->delay_us = us;
+        if (sscanf(p, "%d-%d:%lf%n", &a, &b, &us, &used) != 3 || (p[used] && p[used] != ',') || a < 0 || b < 0 ||
+            a >= run->size || b >= run->size || a == b || us <= 0 || run->ndelay == LT_MAX_DELAYS)
+            cb_usage_error("CB_LINKTEST_DELAY='%s': expected I-J:USEC (up to %d, comma-separated), two different "
+                           "ranks below %d", d, LT_MAX_DELAYS, run->size);
+        run->delay_a[run->ndelay] = a;
+        run->delay_b[run->ndelay] = b;
+        run->delay_us[run->ndelay++] = us;
     }
     const char *c = getenv("CB_LINKTEST_CORRUPT");
     if (c && *c) {
-        char *end;
-        long r = strtol(c, &end, 10);
-        if (*end || r < 0 || r >= run->size)
-            cb_usage_error("CB_LINKTEST_CORRUPT='%s': expected a rank below %d", c, run->size);
-        run->corrupt_rank = (int)r;
+        int r, used = 0;
+        long k = 0;
+        int got = sscanf(c, "%d%n:%ld%n", &r, &used, &k, &used);
+        if (got < 1 || c[used] || r < 0 || r >= run->size || (got == 2 && (k < 1 || k > run->cfg->nmsg)))
+            cb_usage_error("CB_LINKTEST_CORRUPT='%s': expected R or R:K, a rank below %d and a timed message "
+                           "1..%ld", c, run->size, run->cfg->nmsg);
+        run->corrupt_rank = r;
+        run->corrupt_msg = got == 2 ? k : run->cfg->nmsg;
         run->corrupt_pending = run->rank == r;
     }
+}
+
+/* Whether MPI takes GPU memory (Open MPI's extension; other MPIs: assumed not, and the
+ * buffers are staged through pinned host memory). */
+int lt_mpi_cuda_aware(void)
+{
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    return MPIX_Query_cuda_support();
+#else
+    return 0;
+#endif
 }
 
 /* MPI_Init and the checks on what it gives: returns 0, or the exit code. */
 int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
 {
-    run->delay_a = run->delay_b = run->corrupt_rank = -1;
+    run->corrupt_rank = -1;
     /* Open MPI ends the process itself (its message, exit 1) when MPI_Init
      * fails fatally. The usual cause, srun without an MPI plugin, is caught
      * here first: tasks of a step but no PMI in the environment. */
@@ -192,7 +229,7 @@ static void host_names(lt_run *run)
 }
 
 /* All ranks agree whether something failed anywhere; exits with code if so. */
-static void all_ok_or_exit(const lt_run *run, int ok, int code, const char *what)
+void lt_all_ok_or_exit(const lt_run *run, int ok, int code, const char *what)
 {
     int all = 0;
     lt_mpi_check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -204,22 +241,83 @@ static void all_ok_or_exit(const lt_run *run, int ok, int code, const char *what
     }
 }
 
-/* A message buffer. Large ones are 2 MiB aligned and asked to be backed by
- * transparent huge pages (where the kernel leaves that to the program, THP
- * "madvise"): the single-copy transports (CMA, RDMA registration) then handle
- * far fewer pages, as they do for the large buffers of NumPy or most MPI codes. */
-static void *alloc_buffer(size_t bytes, int small_pages)
+/* ---- --num-randomize-tasks: the schedule over permuted task IDs ---------------------- */
+int lt_partner_of(const lt_run *run, int rank, long step)
 {
-    const size_t huge = 2u << 20;
-    void *p = NULL;
-    int want_huge = bytes >= huge && !small_pages;
-    if (posix_memalign(&p, want_huge ? huge : 4096, bytes) != 0)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    if (want_huge)
-        madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
-#endif
-    return p;
+    if (!run->vid)
+        return lt_partner(&run->sched, rank, step);
+    int q = lt_partner(&run->sched, run->vid[rank], step);
+    return q < 0 ? q : run->rank_of[q];
+}
+
+/* Pass 0: the ranks in the order they were started; pass p > 0: the p-th permutation of
+ * --seed-randomize-tasks (the same on every rank, and in every iteration). The schedule
+ * is built over the permuted IDs: rank rank_of[v] plays ID v (its host goes with it). */
+void lt_task_order(lt_run *run, int pass)
+{
+    const lt_config *cfg = run->cfg;
+    int n = run->size, *host_of = run->host_id;
+    if (pass == 0 && run->pass == 0 && run->sched.order)
+        return;
+    if (pass > 0) {
+        if (!run->vid) {
+            run->vid = malloc(sizeof(int) * (size_t)n);
+            run->rank_of = malloc(sizeof(int) * (size_t)n);
+        }
+        host_of = malloc(sizeof(int) * (size_t)n);
+        if (!run->vid || !run->rank_of || !host_of)
+            cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+        uint64_t x = cb_mix64(cfg->seed_tasks + (uint64_t)pass);
+        for (int v = 0; v < n; v++)
+            run->rank_of[v] = v;
+        for (int v = n - 1; v > 0; v--) { /* Fisher-Yates */
+            x = cb_mix64(x);
+            int j = (int)(x % (uint64_t)(v + 1)), t = run->rank_of[v];
+            run->rank_of[v] = run->rank_of[j];
+            run->rank_of[j] = t;
+        }
+        for (int v = 0; v < n; v++) {
+            run->vid[run->rank_of[v]] = v;
+            host_of[v] = run->host_id[run->rank_of[v]];
+        }
+    } else {
+        free(run->vid);
+        free(run->rank_of);
+        run->vid = run->rank_of = NULL;
+    }
+    lt_sched_free(&run->sched);
+    int ok = lt_sched_init(&run->sched, n, host_of, cfg->group_host, cfg->bisection) == 0;
+    if (host_of != run->host_id)
+        free(host_of);
+    if (!ok)
+        cb_die(CB_EXIT_CANNOT_RUN, "cannot build the schedule (out of memory)");
+    if (cfg->randomize)
+        lt_sched_randomize(&run->sched, cfg->seed);
+    run->pass = pass;
+}
+
+/* Pairs tested over all task orders (with --bisection the halves differ between
+ * orders): each rank counts its row, O(N) per order. */
+static long long expected_over_orders(lt_run *run)
+{
+    int n = run->size;
+    char *seen = calloc((size_t)n, 1);
+    if (!seen)
+        cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+    long long mine = 0, all = 0;
+    for (int pass = 0; pass <= run->cfg->num_randomize_tasks; pass++) {
+        lt_task_order(run, pass);
+        int me = run->vid ? run->vid[run->rank] : run->rank;
+        for (int j = run->rank + 1; j < n; j++)
+            if (!seen[j] && lt_pair_expected(&run->sched, me, run->vid ? run->vid[j] : j)) {
+                seen[j] = 1;
+                mine++;
+            }
+    }
+    free(seen);
+    lt_task_order(run, 0);
+    lt_mpi_check(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    return all;
 }
 
 /* Host names, the schedule, the buffers; exits (on every rank) on failure. */
@@ -227,11 +325,8 @@ void lt_set_up(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
     host_names(run);
-    int sched_ok = lt_sched_init(&run->sched, run->size, run->host_id, cfg->group_host, cfg->bisection) == 0;
-    all_ok_or_exit(run, sched_ok, CB_EXIT_CANNOT_RUN, "cannot build the schedule (out of memory)");
-    if (cfg->randomize)
-        lt_sched_randomize(&run->sched, cfg->seed);
-    run->expected = lt_expected_pairs(&run->sched);
+    lt_task_order(run, 0);
+    run->expected = cfg->num_randomize_tasks ? expected_over_orders(run) : lt_expected_pairs(&run->sched);
     if (run->expected == 0) {
         if (run->rank == 0)
             fprintf(stderr, "cb-linktest: no pair to test: all %d ranks are on one host "
@@ -239,20 +334,14 @@ void lt_set_up(lt_run *run)
         MPI_Finalize();
         exit(CB_EXIT_USAGE);
     }
-    size_t bytes = cfg->size;
-    void *sb = alloc_buffer(bytes, cfg->small_pages), *rb = alloc_buffer(bytes, cfg->small_pages);
-    int ok = sb && rb;
     run->row = malloc(sizeof(double) * (size_t)run->size);
-    ok = ok && run->row;
-    char msg[160];
-    snprintf(msg, sizeof msg, "cannot allocate two message buffers of %zu bytes on some rank", bytes);
-    all_ok_or_exit(run, ok, CB_EXIT_CANNOT_RUN, msg);
-    run->sbuf = sb;
-    run->rbuf = rb;
-    lt_fill_payload(run->sbuf, bytes, lt_payload_seed(run->rank, 0, 0)); /* touch the pages */
-    memset(run->rbuf, 0, bytes);
+    lt_all_ok_or_exit(run, run->row != NULL, CB_EXIT_CANNOT_RUN, "out of memory");
     for (int r = 0; r < run->size; r++)
         run->row[r] = NAN;
+    lt_phase(run, "setup");
+    lt_buffers_set_up(run);
+    lt_phase(run, "buffers");
+    lt_report_memory(run);
 }
 
 void lt_tear_down(lt_run *run)
@@ -260,8 +349,11 @@ void lt_tear_down(lt_run *run)
     free(run->retest);
     free(run->slow);
     free(run->row);
-    free(run->sbuf);
-    free(run->rbuf);
+    lt_buffers_free(run);
+    free(run->vid);
+    free(run->rank_of);
+    free(run->task_mem);
+    free(run->a2a_all);
     free(run->hosts);
     free(run->host_id);
     lt_sched_free(&run->sched);

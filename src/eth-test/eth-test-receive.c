@@ -19,7 +19,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -34,14 +37,14 @@
 #define SLOT_BYTES 65536 /* any UDP datagram fits; larger ones show as truncated */
 /* Slots a power of two apart would all fall into the same cache sets: offset them. */
 #define SLOT_STRIDE (SLOT_BYTES + 5 * 64)
-#define CTRL_BYTES 128   /* room for the SO_RXQ_OVFL drop counter and a timestamp */
+#define CTRL_BYTES 128   /* room for the SO_RXQ_OVFL drop counter, a timestamp, UDP_GRO */
 #define SEQ_WINDOW (1u << 20)
 #define LINGER_S 0.2     /* after the last end record, wait this long for stragglers */
 
 /* ---- options ------------------------------------------------------------------------ */
 typedef struct recv_cfg {
     const char *host, *iface, *json_path, *ready_file;
-    int port, streams, batch, threads, busy_poll_us, rt_priority, quiet;
+    int port, streams, batch, threads, busy_poll_us, rt_priority, quiet, gro, reuseport;
     size_t rcvbuf;
     double timeout_s, idle_s, threshold, max_loss;
     uint64_t want_session;
@@ -55,6 +58,8 @@ static void parse_busy_poll(const char *opt, const char *arg, void *dest)
     int us = arg ? (int)cb_opt_long(opt, arg, 0, 1000000) : 50;
     *(int *)dest = us ? us : -1;
 }
+
+static const char *const on_off[] = {"off", "on", NULL};
 
 #define O(field) offsetof(recv_cfg, field)
 static const cb_opt opts[] = {
@@ -71,7 +76,14 @@ static const cb_opt opts[] = {
     {.name = "cpu", .letter = 'c', .type = CB_OPT_INTLIST, .off = O(cpus), .arg = "LIST",
      .help = "pin receiver thread i to the i-th CPU of LIST"},
     {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .off = O(batch), .min = 1, .max = 1024,
-     .def = "128", .arg = "N", .help = "datagrams per recvmmsg call"},
+     .def = "128", .arg = "N", .help = "receives per recvmmsg call (a datagram, or with\n"
+                                     "UDP GRO several coalesced)"},
+    {.name = "gro", .type = CB_OPT_CHOICE, .off = O(gro), .choices = on_off, .def = "on",
+     .arg = "on|off", .help = "UDP GRO (UDP_GRO): take datagrams the kernel has\n"
+                              "coalesced (GRO, a sender's GSO) in one receive"},
+    {.name = "reuseport", .type = CB_OPT_INT, .off = O(reuseport), .min = 1, .max = 64, .def = "1",
+     .arg = "N", .help = "N sockets per port (SO_REUSEPORT), datagrams spread\n"
+                         "among them at random, so that N threads share a stream"},
     {.name = "rcvbuf", .type = CB_OPT_SIZE, .off = O(rcvbuf), .min = 4096, .max = 1 << 30,
      .def = "32M", .arg = "BYTES", .help = "receive buffer per socket (as root beyond\n"
                                            "net.core.rmem_max, through SO_RCVBUFFORCE)"},
@@ -139,7 +151,7 @@ typedef struct recv_run recv_run;
 typedef struct receiver {
     recv_run *run;               /* the run it belongs to */
     int index, cpu;
-    int nsocks, *sock;           /* socket (= stream) numbers this thread owns */
+    int nsocks, *sock;           /* socket numbers this thread owns (stream: / --reuseport) */
     pthread_t th;
     struct mmsghdr *msgs;
     struct iovec *iov;
@@ -147,6 +159,7 @@ typedef struct receiver {
     /* classification counts (this thread's) */
     uint64_t datagrams, malformed[ET_NPARSE], truncated, foreign, misdirected;
     uint64_t rejected[ET_NREJECT]; /* those found before a stream's accounting */
+    uint64_t gro_receives, gro_datagrams; /* receives that held several datagrams (UDP GRO) */
     int alive;                   /* the batch had a datagram of the session */
     uint64_t first_ns, last_ns, bytes;  /* this machine's monotonic clock, at recvmmsg */
     /* The kernel's receive timestamps (CLOCK_REALTIME, ns) of the first and the last
@@ -164,7 +177,7 @@ typedef struct totals {
     int nstreams, counted, missing_streams, exact, passed;
     uint64_t sent, received, lost, dups, reord, stale, corrupt, beyond, bytes, send_ns, drops;
     uint64_t datagrams, malformed, by_reason[ET_NPARSE], truncated, foreign, misdirected;
-    uint64_t rejected, rejected_by[ET_NREJECT];
+    uint64_t rejected, rejected_by[ET_NREJECT], gro_receives, gro_datagrams;
     double rx_s, arrival_s, send_s, total_speed, sender_speed, loss_pct;
 } totals;
 
@@ -176,10 +189,11 @@ struct recv_run {
     char started[32];
     et_addr addr;
     char ifname[IFNAMSIZ];
-    int *fd;
+    int nsock, *fd;              /* --reuseport sockets per stream: stream j's are j*N.. */
     long granted;                /* the receive buffer the kernel gave */
     int forced;                  /* through SO_RCVBUFFORCE */
-    et_stream *st;               /* per socket/stream, touched only by its owner thread */
+    et_stream *st;               /* per stream, touched only by its sockets' owner threads */
+    pthread_mutex_t *st_mu;      /* per stream, when several threads share it (--reuseport) */
     _Atomic uint32_t *sock_drops;/* per socket: the kernel's drop count (SO_RXQ_OVFL) */
     receiver *rx;
     /* Shared between the receiver threads and the main thread. */
@@ -337,15 +351,59 @@ static int64_t rx_timestamp(struct msghdr *m)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The kernel's count of datagrams it dropped at this socket (SO_RXQ_OVFL). */
-static void note_drops(recv_run *run, int j, struct msghdr *m)
+/* The kernel's count of receives it dropped at socket sk (SO_RXQ_OVFL): datagrams, or with
+ * UDP GRO coalesced groups of them. */
+static void note_drops(recv_run *run, int sk, struct msghdr *m)
 {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_RXQ_OVFL) {
             uint32_t v;
             memcpy(&v, CMSG_DATA(c), sizeof v);
-            atomic_store_explicit(&run->sock_drops[j], v, memory_order_relaxed);
+            atomic_store_explicit(&run->sock_drops[sk], v, memory_order_relaxed);
         }
+}
+
+/* The datagram size of a receive the kernel coalesced (UDP GRO: the UDP_GRO control
+ * message), or 0 for a single datagram. */
+static size_t gro_segment(struct msghdr *m)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int v;
+            memcpy(&v, CMSG_DATA(c), sizeof v);
+            return v > 0 ? (size_t)v : 0;
+        }
+    return 0;
+}
+
+/* Message i of the batch, from a socket of stream j: one datagram, or with UDP GRO
+ * several of the same size back to back (the last may be shorter), each classified on
+ * its own as if it had come alone. Returns the data bytes counted; *first_len is set to
+ * the first counted datagram's length if it is still 0. */
+static uint64_t classify_msg(receiver *r, int j, int i, uint64_t *first_len)
+{
+    struct msghdr *m = &r->msgs[i].msg_hdr;
+    const unsigned char *buf = r->iov[i].iov_base;
+    size_t len = r->msgs[i].msg_len, seg = r->run->cfg.gro ? gro_segment(m) : 0;
+    int truncated = (m->msg_flags & MSG_TRUNC) != 0;
+    if (!seg || seg >= len) {
+        uint64_t b = classify(r, j, buf, len, truncated, m);
+        if (b && !*first_len)
+            *first_len = b;
+        return b;
+    }
+    r->gro_receives++;
+    uint64_t bytes = 0;
+    for (size_t off = 0; off < len; off += seg) {
+        size_t l = len - off < seg ? len - off : seg;
+        r->gro_datagrams++;
+        /* a coalesced receive cut short by the buffer: its last piece is incomplete */
+        uint64_t b = classify(r, j, buf + off, l, truncated && off + seg >= len, m);
+        if (b && !*first_len)
+            *first_len = b;
+        bytes += b;
+    }
+    return bytes;
 }
 
 /* Data counted: bytes, the first of them (first_len bytes) received at first_ts and the
@@ -368,13 +426,14 @@ static void note_span(receiver *r, int64_t first_ts, uint64_t first_len, int64_t
     atomic_store_explicit(&r->run->last_packet_ns, now, memory_order_relaxed);
 }
 
-/* One recvmmsg on socket j, every datagram classified. Returns the datagrams read, or -1
+/* One recvmmsg on socket sk, every datagram classified. Returns the receives read, or -1
  * on an error that ends the run. */
-static int drain_socket(receiver *r, int j)
+static int drain_socket(receiver *r, int sk)
 {
     recv_run *run = r->run;
+    int j = sk / run->cfg.reuseport; /* the stream whose port the socket listens on */
     reset_msgs(r);
-    int n = recvmmsg(run->fd[j], r->msgs, (unsigned)run->cfg.batch, MSG_DONTWAIT, NULL);
+    int n = recvmmsg(run->fd[sk], r->msgs, (unsigned)run->cfg.batch, MSG_DONTWAIT, NULL);
     if (n < 0) {
         if (errno == EAGAIN || errno == EINTR || errno == ECONNREFUSED)
             return 0;
@@ -382,12 +441,15 @@ static int drain_socket(receiver *r, int j)
                  strerror(errno));
         return -1;
     }
-    uint64_t bytes = 0;
-    int first = -1, last = -1; /* the batch's first and last packet counted */
+    uint64_t bytes = 0, first_len = 0;
+    int first = -1, last = -1; /* the batch's first and last receive with data counted */
     r->alive = 0;
+    /* Only datagrams of stream j are accounted from its port: its lock, once a batch,
+     * keeps the stream's accounting whole when several threads share it. */
+    if (run->st_mu)
+        pthread_mutex_lock(&run->st_mu[j]);
     for (int i = 0; i < n; i++) {
-        uint64_t b = classify(r, j, r->iov[i].iov_base, r->msgs[i].msg_len,
-                              (r->msgs[i].msg_hdr.msg_flags & MSG_TRUNC) != 0, &r->msgs[i].msg_hdr);
+        uint64_t b = classify_msg(r, j, i, &first_len);
         if (b) {
             bytes += b;
             last = i;
@@ -395,10 +457,12 @@ static int drain_socket(receiver *r, int j)
                 first = i;
         }
     }
+    if (run->st_mu)
+        pthread_mutex_unlock(&run->st_mu[j]);
     if (n > 0)
-        note_drops(run, j, &r->msgs[n - 1].msg_hdr);
+        note_drops(run, sk, &r->msgs[n - 1].msg_hdr);
     if (bytes)
-        note_span(r, rx_timestamp(&r->msgs[first].msg_hdr), r->msgs[first].msg_len,
+        note_span(r, rx_timestamp(&r->msgs[first].msg_hdr), first_len,
                   rx_timestamp(&r->msgs[last].msg_hdr), bytes);
     else if (r->alive)
         /* records, duplicates: the sender is alive (strays and forgeries do not count) */
@@ -446,8 +510,8 @@ static void check_options(recv_cfg *cfg)
         cb_usage_error("give exactly one of -H HOST and -I IFACE: the address or interface under test");
     if ((long)cfg->port + cfg->streams - 1 > 65535)
         cb_usage_error("--port %d with %d streams runs past port 65535", cfg->port, cfg->streams);
-    if (cfg->threads > cfg->streams)
-        cfg->threads = cfg->streams;
+    if (cfg->threads > cfg->streams * cfg->reuseport)
+        cfg->threads = cfg->streams * cfg->reuseport; /* a thread per socket at most */
 }
 
 static void find_address(recv_run *run)
@@ -470,34 +534,72 @@ static void find_address(recv_run *run)
                cfg->host, run->addr.text);
 }
 
+/* Several sockets on one port (--reuseport): the kernel would give all of one flow's
+ * datagrams to the same socket (it picks by a hash of the addresses); this classic BPF
+ * program, attached to the port's group, picks one at random for each receive. */
+static void spread_at_random(int fd, int nsockets)
+{
+    struct sock_filter code[] = {
+        {BPF_LD | BPF_W | BPF_ABS, 0, 0, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)},
+        {BPF_ALU | BPF_MOD | BPF_K, 0, 0, (uint32_t)nsockets},
+        {BPF_RET | BPF_A, 0, 0, 0},
+    };
+    struct sock_fprog prog = {.len = sizeof code / sizeof code[0], .filter = code};
+    if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof prog) != 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "--reuseport: cannot attach the program that spreads datagrams "
+               "over the sockets (SO_ATTACH_REUSEPORT_CBPF): %s", strerror(errno));
+}
+
+/* Socket sk (stream sk / --reuseport), with its options, bound to the stream's port. */
+static int open_socket(recv_run *run, int sk)
+{
+    const recv_cfg *cfg = &run->cfg;
+    int j = sk / cfg->reuseport, one = 1;
+    et_addr a = run->addr;
+    et_addr_set_port(&a, (uint16_t)(cfg->port + j));
+    int fd = socket(a.ss.ss_family, SOCK_DGRAM, 0);
+    if (fd < 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "socket: %s", strerror(errno));
+    run->granted = et_set_sockbuf(fd, 1, (long)cfg->rcvbuf, &run->forced);
+    setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+    if (cfg->gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one) != 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "this kernel refuses UDP GRO (UDP_GRO): %s; use --gro off",
+               strerror(errno));
+    if (cfg->busy_poll_us > 0 &&
+        setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &cfg->busy_poll_us, sizeof cfg->busy_poll_us) != 0 &&
+        sk == 0)
+        cb_warn("SO_BUSY_POLL %d us refused (%s): spinning in user space only; raising it above "
+                "net.core.busy_read needs CAP_NET_ADMIN", cfg->busy_poll_us, strerror(errno));
+    if (cfg->reuseport > 1) {
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+            cb_die(CB_EXIT_CANNOT_RUN, "--reuseport: SO_REUSEPORT refused: %s", strerror(errno));
+        if (sk % cfg->reuseport == 0) /* the first of the port's group, before it is bound */
+            spread_at_random(fd, cfg->reuseport);
+    }
+    if (bind(fd, (struct sockaddr *)&a.ss, a.len) != 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "cannot listen on %s port %d: %s", a.text, cfg->port + j,
+               strerror(errno));
+    return fd;
+}
+
 static void open_sockets(recv_run *run)
 {
     const recv_cfg *cfg = &run->cfg;
-    run->fd = calloc((size_t)cfg->streams, sizeof *run->fd);
+    run->nsock = cfg->streams * cfg->reuseport;
+    run->fd = calloc((size_t)run->nsock, sizeof *run->fd);
     if (!run->fd)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    for (int j = 0; j < cfg->streams; j++) {
-        et_addr a = run->addr;
-        et_addr_set_port(&a, (uint16_t)(cfg->port + j));
-        int fd = socket(a.ss.ss_family, SOCK_DGRAM, 0);
-        if (fd < 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "socket: %s", strerror(errno));
-        run->granted = et_set_sockbuf(fd, 1, (long)cfg->rcvbuf, &run->forced);
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
-        setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
-        if (cfg->busy_poll_us > 0 &&
-            setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &cfg->busy_poll_us, sizeof cfg->busy_poll_us) != 0 &&
-            j == 0)
-            cb_warn("SO_BUSY_POLL %d us refused (%s): spinning in user space only; raising it above "
-                    "net.core.busy_read needs CAP_NET_ADMIN", cfg->busy_poll_us, strerror(errno));
-        if (bind(fd, (struct sockaddr *)&a.ss, a.len) != 0)
-            cb_die(CB_EXIT_CANNOT_RUN, "cannot listen on %s port %d: %s", a.text, cfg->port + j,
-                   strerror(errno));
-        run->fd[j] = fd;
-    }
+    for (int sk = 0; sk < run->nsock; sk++)
+        run->fd[sk] = open_socket(run, sk);
     fprintf(cb_human(), "  socket receive buffer: asked %zu B per socket, granted %ld B%s\n", cfg->rcvbuf,
            run->granted, run->forced ? " (SO_RCVBUFFORCE)" : "");
+    /* what of Linux's receive path this run uses */
+    fprintf(cb_human(), "  receive path: recvmmsg batches of %d, UDP GRO %s, %d socket%s per port%s, "
+            "%d thread%s, busy polling %s\n", cfg->batch, cfg->gro ? "on" : "off", cfg->reuseport,
+            cfg->reuseport > 1 ? "s" : "", cfg->reuseport > 1 ? " (SO_REUSEPORT, spread at random)" : "",
+            cfg->threads, cfg->threads > 1 ? "s" : "",
+            cfg->busy_poll_us > 0 ? "on (SO_BUSY_POLL)" : cfg->busy_poll_us < 0 ? "on (spinning only)" : "off");
     if (run->granted < (long)cfg->rcvbuf)
         cb_warn("the kernel granted a receive buffer of %ld B of the %zu B asked: net.core.rmem_max is %ld "
                 "(raise it: sysctl -w net.core.rmem_max=%zu, or run as root to use SO_RCVBUFFORCE)",
@@ -526,27 +628,34 @@ static void make_receivers(recv_run *run)
 {
     const recv_cfg *cfg = &run->cfg;
     run->st = calloc((size_t)cfg->streams, sizeof *run->st);
-    run->sock_drops = calloc((size_t)cfg->streams, sizeof *run->sock_drops);
+    run->sock_drops = calloc((size_t)run->nsock, sizeof *run->sock_drops);
     run->rx = calloc((size_t)cfg->threads, sizeof *run->rx);
     if (!run->st || !run->sock_drops || !run->rx)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     for (int j = 0; j < cfg->streams; j++)
         if (et_stream_init(&run->st[j], SEQ_WINDOW) != 0)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+    if (cfg->reuseport > 1) {
+        run->st_mu = calloc((size_t)cfg->streams, sizeof *run->st_mu);
+        if (!run->st_mu)
+            cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
+        for (int j = 0; j < cfg->streams; j++)
+            pthread_mutex_init(&run->st_mu[j], NULL);
+    }
     for (int t = 0; t < cfg->threads; t++) {
         receiver *r = &run->rx[t];
         r->run = run;
         r->index = t;
         r->cpu = cfg->cpus.n ? cfg->cpus.v[t % cfg->cpus.n] : -1;
-        r->sock = calloc((size_t)cfg->streams, sizeof *r->sock);
+        r->sock = calloc((size_t)run->nsock, sizeof *r->sock);
         r->msgs = calloc((size_t)cfg->batch, sizeof *r->msgs);
         r->iov = calloc((size_t)cfg->batch, sizeof *r->iov);
         r->bufs = aligned_alloc(64, (size_t)SLOT_STRIDE * cfg->batch);
         r->ctrl = calloc((size_t)cfg->batch, CTRL_BYTES);
         if (!r->sock || !r->msgs || !r->iov || !r->bufs || !r->ctrl)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-        for (int j = t; j < cfg->streams; j += cfg->threads)
-            r->sock[r->nsocks++] = j;
+        for (int sk = t; sk < run->nsock; sk += cfg->threads)
+            r->sock[r->nsocks++] = sk;
         for (int i = 0; i < cfg->batch; i++) {
             r->iov[i].iov_base = r->bufs + (size_t)i * SLOT_STRIDE;
             r->iov[i].iov_len = SLOT_BYTES;
@@ -654,11 +763,20 @@ static void run_receivers(recv_run *run)
 }
 
 /* ---- collect ------------------------------------------------------------------------------ */
+/* The kernel's drops at stream j's sockets. */
+static uint64_t stream_drops(const recv_run *run, int j)
+{
+    uint64_t d = 0;
+    for (int k = 0; k < run->cfg.reuseport; k++)
+        d += atomic_load(&run->sock_drops[j * run->cfg.reuseport + k]);
+    return d;
+}
+
 /* The per-stream accounting, summed. */
 static void sum_streams(recv_run *run, totals *T)
 {
     for (int j = 0; j < run->cfg.streams; j++) {
-        T->drops += atomic_load(&run->sock_drops[j]);
+        T->drops += stream_drops(run, j);
         et_stream_settle(&run->st[j]);
         for (int k = 0; k < ET_NREJECT; k++)
             T->rejected_by[k] += run->st[j].rejected[k];
@@ -698,6 +816,8 @@ static void sum_receivers(recv_run *run, totals *T)
         }
         T->truncated += r->truncated;
         T->malformed += r->truncated;
+        T->gro_receives += r->gro_receives;
+        T->gro_datagrams += r->gro_datagrams;
         T->foreign += r->foreign;
         T->misdirected += r->misdirected;
         for (int k = 0; k < ET_NREJECT; k++)
@@ -765,11 +885,11 @@ static void print_streams(const recv_run *run)
     for (int j = 0; j < T->counted; j++) {
         const et_stream *st = &run->st[j];
         et_loss l = et_stream_loss(st);
-        fprintf(out, "%6d %6d %10llu%s %10llu %9llu %9llu %9llu %8llu %8u\n", j, run->cfg.port + j,
+        fprintf(out, "%6d %6d %10llu%s %10llu %9llu %9llu %9llu %8llu %8llu\n", j, run->cfg.port + j,
                (unsigned long long)l.expected, l.exact ? " " : "?", (unsigned long long)l.received,
                (unsigned long long)l.lost, (unsigned long long)st->duplicates,
                (unsigned long long)st->reordered, (unsigned long long)st->corrupt,
-               atomic_load(&run->sock_drops[j]));
+               (unsigned long long)stream_drops(run, j));
     }
     if (!T->exact)
         fprintf(out, "  ? no end record: sent is unknown, counted up to the highest packet number received; "
@@ -819,6 +939,12 @@ static void print_report(const recv_run *run)
         if (T->rejected_by[k])
             fprintf(out, "  rejected, %s: %llu\n", et_reject_names[k],
                     (unsigned long long)T->rejected_by[k]);
+    if (run->cfg.gro && T->gro_receives)
+        fprintf(out, "UDP GRO: %llu receives held %llu datagrams (%.1f per receive)\n",
+                (unsigned long long)T->gro_receives, (unsigned long long)T->gro_datagrams,
+                (double)T->gro_datagrams / (double)T->gro_receives);
+    else if (run->cfg.gro)
+        fprintf(out, "UDP GRO: on; the kernel coalesced no datagrams\n");
     fprintf(out, "Speed: %.3f GB received in %.3f s (first to last packet, kernel timestamps): %.2f Gbit/s",
             T->bytes / 1e9, T->arrival_s, T->total_speed);
     if (T->exact)
@@ -855,9 +981,11 @@ static void diagnose(const recv_run *run)
     int any = 0;
     fprintf(cb_human(), "Diagnosis:\n");
     if (T->drops)
-        diagnose_line(&any, "LIMIT: socket receive buffers overflowed: %llu datagrams dropped at the sockets "
+        diagnose_line(&any, "LIMIT: socket receive buffers overflowed: %llu %s dropped at the sockets "
                       "(the receiver did not drain them in time; buffer %ld B per socket%s)",
-                      (unsigned long long)T->drops, run->granted,
+                      (unsigned long long)T->drops,
+                      run->cfg.gro ? "receives (with UDP GRO, each may hold several datagrams)" : "datagrams",
+                      run->granted,
                       run->granted < (long)run->cfg.rcvbuf ? ", capped by net.core.rmem_max" : "");
     if (after->udp_mem_errors > before->udp_mem_errors)
         diagnose_line(&any, "LIMIT: net.ipv4.udp_mem: UDP ran out of memory %llu times",
@@ -902,6 +1030,8 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_int(j, "streams", cfg->streams);
     cbj_int(j, "threads", cfg->threads);
     cbj_int(j, "batch", cfg->batch);
+    cbj_bool(j, "gro", cfg->gro);
+    cbj_int(j, "reuseport", cfg->reuseport);
     cbj_int(j, "rcvbuf_asked", (long long)cfg->rcvbuf);
     cbj_int(j, "rcvbuf_granted", run->granted);
     cbj_int(j, "busy_poll_us", cfg->busy_poll_us);
@@ -930,6 +1060,8 @@ static void doc_metrics(cb_json *j, const void *ctx)
     cbj_metric(j, "rejected_datagrams", (double)T->rejected, "datagrams");
     cbj_metric(j, "verification_errors", (double)T->corrupt, "errors");
     cbj_metric(j, "socket_drops", (double)T->drops, "datagrams");
+    cbj_metric(j, "gro_receives", (double)T->gro_receives, "receives");
+    cbj_metric(j, "gro_datagrams", (double)T->gro_datagrams, "datagrams");
     cbj_metric(j, "sender_time", T->send_s, "s");
 }
 
@@ -957,9 +1089,14 @@ static void doc_extra(cb_json *j, const void *ctx)
         cbj_int(j, "corrupt", (long long)st->corrupt);
         cbj_int(j, "start_records", (long long)st->start_records);
         cbj_int(j, "end_records", (long long)st->end_records);
-        cbj_int(j, "socket_drops", atomic_load(&run->sock_drops[s]));
+        cbj_int(j, "socket_drops", (long long)stream_drops(run, s));
         cbj_obj_end(j);
     }
+    cbj_arr_end(j);
+    /* the datagrams each receiver thread read: how --reuseport spread them */
+    cbj_arr_begin(j, "thread_datagrams");
+    for (int t = 0; t < run->cfg.threads; t++)
+        cbj_int(j, NULL, (long long)run->rx[t].datagrams);
     cbj_arr_end(j);
     cbj_obj_begin(j, "malformed");
     for (int k = 1; k < ET_NPARSE; k++)

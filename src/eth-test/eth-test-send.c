@@ -19,6 +19,8 @@
 
 #include <errno.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -32,7 +34,7 @@
 /* ---- options ------------------------------------------------------------------------ */
 typedef struct send_cfg {
     const char *host, *json_path;
-    int port, streams, batch, threads, end_copies, rt_priority, quiet;
+    int port, streams, batch, threads, end_copies, rt_priority, quiet, gso;
     double rate_gbits, duration_s;
     size_t size, sndbuf;
     uint64_t session;
@@ -59,6 +61,10 @@ static const cb_opt opts[] = {
      .def = "128", .arg = "N", .help = "datagrams per sendmmsg call"},
     {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .off = O(threads), .min = 1, .max = 256,
      .def = "1", .arg = "N", .help = "sender threads; streams are dealt out round-robin"},
+    {.name = "gso", .type = CB_OPT_INT, .off = O(gso), .min = 0, .max = ET_MAX_GSO, .def = "0",
+     .arg = "N", .help = "hand the kernel N datagrams per send as one (UDP GSO,\n"
+                         "UDP_SEGMENT): it cuts them into --size datagrams, or\n"
+                         "the NIC does; N x --size at most 65507 B; 0: off"},
     {.name = "cpu", .letter = 'c', .type = CB_OPT_INTLIST, .off = O(cpus), .arg = "LIST",
      .help = "pin sender thread i to the i-th CPU of LIST (e.g. 0,2)"},
     {.name = "sndbuf", .type = CB_OPT_SIZE, .off = O(sndbuf), .min = 4096, .max = 1 << 30,
@@ -142,8 +148,9 @@ struct send_run {
 };
 
 /* ---- run: one sender thread ----------------------------------------------------------- */
-/* Hands the batch to the kernel, retrying what it did not take. Returns the number of
- * datagrams sent (fewer only at the hard stop), or -1 on an error that ends the run. */
+/* Hands the batch's n messages to the kernel, retrying what it did not take. Returns the
+ * number of messages sent (fewer only at the hard stop), or -1 on an error that ends the
+ * run. */
 static int send_all(sender *s, int fd, struct mmsghdr *msgs, int n)
 {
     const send_run *run = s->run;
@@ -162,8 +169,12 @@ static int send_all(sender *s, int fd, struct mmsghdr *msgs, int n)
             s->nobufs++; /* the interface queue is full: wait for it */
             cb_sleep_until_ns(cb_now_ns() + 20000);
         } else {
-            snprintf(s->error, sizeof s->error, "sendmmsg to %s: %s", run->dst.text,
-                     r < 0 ? strerror(errno) : "sent nothing");
+            int e = errno;
+            /* the kernel refuses a GSO send whose datagrams do not fit one frame each */
+            snprintf(s->error, sizeof s->error, "sendmmsg to %s: %s%s", run->dst.text,
+                     r < 0 ? strerror(e) : "sent nothing",
+                     r < 0 && (e == EINVAL || e == EMSGSIZE) && run->cfg.gso
+                         ? " (--gso: every --size datagram and its 28 B of headers must fit the MTU)" : "");
             return -1;
         }
         if (cb_now_ns() > run->hard_stop || cb_interrupted)
@@ -172,9 +183,12 @@ static int send_all(sender *s, int fd, struct mmsghdr *msgs, int n)
     return off;
 }
 
-/* One thread's batch: datagram slots 64-byte aligned, filler between the stamps. */
+/* One thread's batch: datagram slots 64-byte aligned, filler between the stamps; with
+ * --gso the datagrams lie back to back, --gso of them to a message, which the kernel
+ * cuts at every --size bytes. */
 typedef struct batch_bufs {
     unsigned char *buf;
+    size_t slot;                 /* bytes from one datagram to the next */
     struct mmsghdr *msgs;
     struct iovec *iov;
     uint64_t *remaining;         /* packets left per own stream */
@@ -183,8 +197,9 @@ typedef struct batch_bufs {
 static int batch_bufs_init(batch_bufs *b, const sender *s)
 {
     const send_cfg *cfg = &s->run->cfg;
-    size_t slot = (cfg->size + 63) / 64 * 64;
-    b->buf = aligned_alloc(64, slot * (size_t)cfg->batch);
+    size_t slot = cfg->gso ? cfg->size : (cfg->size + 63) / 64 * 64;
+    b->slot = slot;
+    b->buf = aligned_alloc(64, (slot * (size_t)cfg->batch + 63) / 64 * 64);
     b->msgs = calloc((size_t)cfg->batch, sizeof *b->msgs);
     b->iov = calloc((size_t)cfg->batch, sizeof *b->iov);
     b->remaining = calloc((size_t)s->nstreams, sizeof *b->remaining);
@@ -193,14 +208,25 @@ static int batch_bufs_init(batch_bufs *b, const sender *s)
     for (size_t i = 0; i < slot * (size_t)cfg->batch; i++)
         b->buf[i] = (unsigned char)(0xa5 ^ i);
     for (int i = 0; i < cfg->batch; i++) {
-        b->iov[i].iov_base = b->buf + slot * (size_t)i;
-        b->iov[i].iov_len = cfg->size;
         b->msgs[i].msg_hdr.msg_iov = &b->iov[i];
         b->msgs[i].msg_hdr.msg_iovlen = 1;
     }
     for (int k = 0; k < s->nstreams; k++)
         b->remaining[k] = s->run->per_stream;
     return 0;
+}
+
+/* The messages for n datagrams: one each, or --gso to a message (the last may hold
+ * fewer). Returns the number of messages. */
+static int batch_msgs(batch_bufs *b, const send_cfg *cfg, int n)
+{
+    int per = cfg->gso ? cfg->gso : 1, m = 0;
+    for (int i = 0; i < n; i += per, m++) {
+        int k = n - i < per ? n - i : per;
+        b->iov[m].iov_base = b->buf + b->slot * (size_t)i;
+        b->iov[m].iov_len = (size_t)k * cfg->size;
+    }
+    return m;
 }
 
 static void batch_bufs_free(batch_bufs *b)
@@ -256,11 +282,14 @@ static void send_data(sender *s, batch_bufs *b)
         }
         uint64_t seq0 = per_stream - b->remaining[k];
         for (int i = 0; i < n; i++)
-            et_build_data(b->iov[i].iov_base, cfg->session, (uint16_t)s->stream[k],
+            et_build_data(b->buf + b->slot * (size_t)i, cfg->session, (uint16_t)s->stream[k],
                           (uint16_t)cfg->streams, seq0 + (uint64_t)i, (uint32_t)cfg->size);
-        int sent = send_all(s, s->fd[k], b->msgs, n);
+        int nmsgs = batch_msgs(b, cfg, n);
+        int sent = send_all(s, s->fd[k], b->msgs, nmsgs);
         if (sent < 0)
             break;
+        /* messages to datagrams: all but the last message hold --gso of them */
+        sent = sent == nmsgs ? n : sent * (cfg->gso ? cfg->gso : 1);
         s->sent[k] += (uint64_t)sent;
         s->bytes += (uint64_t)sent * cfg->size;
         s->batches++;
@@ -330,6 +359,10 @@ static void check_options(send_cfg *cfg)
         cb_usage_error("--port %d with %d streams runs past port 65535", cfg->port, cfg->streams);
     if (cfg->threads > cfg->streams)
         cfg->threads = cfg->streams;
+    if ((size_t)cfg->gso * cfg->size > ET_MAX_DATAGRAM)
+        cb_usage_error("--gso %d with --size %zu: %zu B in one send, more than a UDP datagram's %d B "
+                       "(at most --gso %zu)", cfg->gso, cfg->size, (size_t)cfg->gso * cfg->size,
+                       ET_MAX_DATAGRAM, ET_MAX_DATAGRAM / cfg->size);
 }
 
 /* One connected socket per stream: each stream is its own flow (source port). */
@@ -347,12 +380,22 @@ static void open_sockets(send_run *run)
         if (run->fd[i] < 0)
             cb_die(CB_EXIT_CANNOT_RUN, "socket: %s", strerror(errno));
         run->granted = et_set_sockbuf(run->fd[i], 0, (long)cfg->sndbuf, &forced);
+        /* UDP GSO: a send longer than --size is cut into --size datagrams (a record, 48
+         * bytes, is shorter and goes as it is) */
+        int seg = (int)cfg->size;
+        if (cfg->gso && setsockopt(run->fd[i], SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) != 0)
+            cb_die(CB_EXIT_CANNOT_RUN, "--gso: this kernel refuses UDP GSO (UDP_SEGMENT): %s",
+                   strerror(errno));
         if (connect(run->fd[i], (struct sockaddr *)&a.ss, a.len) != 0)
             cb_die(CB_EXIT_CANNOT_RUN, "cannot reach %s port %d: %s", a.text, cfg->port + i,
                    strerror(errno));
     }
     fprintf(cb_human(), "  socket send buffer: asked %zu B, granted %ld B%s\n", cfg->sndbuf, run->granted,
            forced ? " (SO_SNDBUFFORCE)" : "");
+    if (cfg->gso)
+        fprintf(cb_human(), "  UDP GSO (UDP_SEGMENT): %d datagrams of %zu B per send\n", cfg->gso, cfg->size);
+    else
+        fprintf(cb_human(), "  UDP GSO: off (one datagram per message)\n");
     if (run->granted < (long)cfg->sndbuf)
         cb_warn("the kernel granted a send buffer of %ld B of the %zu B asked: net.core.wmem_max is %ld "
                 "(raise it with sysctl -w net.core.wmem_max=%zu, or run as root)",
@@ -545,6 +588,7 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_num(j, "rate_gbits", cfg->rate_gbits);
     cbj_int(j, "datagram_bytes", (long long)cfg->size);
     cbj_int(j, "batch", cfg->batch);
+    cbj_int(j, "gso_segments", cfg->gso);
     cbj_int(j, "threads", cfg->threads);
     cbj_int(j, "rt_priority", cfg->rt_priority);
     cbj_num(j, "requested_duration_s", cfg->duration_s);

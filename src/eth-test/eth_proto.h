@@ -40,6 +40,8 @@
 #define ET_MIN_DATA_BYTES (ET_HEADER_BYTES + 8) /* header + at least one stamp word */
 #define ET_MAX_DATAGRAM 65507                  /* largest UDP payload over IPv4 */
 #define ET_MAX_STREAMS 1024
+/* Datagrams per UDP GSO send (--gso): the kernel's UDP_MAX_SEGMENTS before Linux 6.10. */
+#define ET_MAX_GSO 64
 #define ET_TEST_VERSION "1.0"
 
 enum et_kind { ET_KIND_DATA = 1, ET_KIND_END = 2, ET_KIND_START = 3 };

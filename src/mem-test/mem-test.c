@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 
 #define SLOT_ALIGN 4096
@@ -80,6 +81,7 @@ struct mt_run {
     double desired_gbits;
     double sched_s;            /* the schedule: whole periods (paced) or --duration (--max) */
     int fault_op;              /* MEM_TEST_FAULT: skip one block's work of this op */
+    int fault_element;         /* MEM_TEST_FAULT=transpose-element: corrupt one turned element */
     atomic_int fault_pending;
     /* run */
     pthread_barrier_t ready, go;
@@ -95,7 +97,9 @@ struct mt_run {
 
 /* ---- plan -------------------------------------------------------------------- */
 /* MEM_TEST_FAULT=OP makes one block of OP skip its data movement, so the tests can
- * prove that verification catches it. */
+ * prove that verification catches it; MEM_TEST_FAULT=transpose-element lets one
+ * block's corner turn run (with whichever kernel runs) and then corrupts one
+ * transposed element, which the check of that block must report. */
 static void plan_fault(mt_run *run)
 {
     const char *fault = getenv("MEM_TEST_FAULT");
@@ -105,9 +109,24 @@ static void plan_fault(mt_run *run)
     for (int o = 0; o < MT_NOPS; o++)
         if (strcmp(fault, mt_op_names[o]) == 0)
             run->fault_op = o;
+    if (strcmp(fault, "transpose-element") == 0) {
+        run->fault_op = MT_TRANSPOSE;
+        run->fault_element = 1;
+    }
     if (run->fault_op < 0)
-        cb_usage_error("MEM_TEST_FAULT must name an operation (write, read, copy, transpose)");
+        cb_usage_error("MEM_TEST_FAULT must name an operation (write, read, copy, transpose) "
+                       "or be transpose-element");
     atomic_store(&run->fault_pending, 1);
+}
+
+/* MEM_TEST_KERNELS=generic|sse2|avx2|avx512 forces the copy and transpose kernels
+ * (default: the best this CPU runs), so that each path can be run and its
+ * verification tested on one machine; a level the CPU lacks is a usage error. */
+static void plan_kernels(void)
+{
+    const char *name = getenv("MEM_TEST_KERNELS"), *why;
+    if (name && *name && mt_set_kernels(name, &why) != 0)
+        cb_usage_error("MEM_TEST_KERNELS=%s: %s (this CPU runs up to %s)", name, why, mt_isa());
 }
 
 /* The NUMA nodes to use: --numa-nodes, checked against the machine, or all. */
@@ -235,6 +254,7 @@ static void plan_rings(mt_run *run, int d, int w0)
 static void plan(mt_run *run)
 {
     plan_fault(run);
+    plan_kernels();
     plan_nodes(run);
     mt_stage st[MT_NSTAGES];
     int nst = mt_stages(&run->cfg.p, st);
@@ -279,6 +299,14 @@ static void print_plan(const mt_run *run)
                dm->node->os_index, dm->stations, dm->stations == 1 ? "" : "s", dm->nthreads,
                dm->nthreads == 1 ? "" : "s", cpus, dm->buffer_bytes / 1048576.0, dm->desired_gbits);
     }
+    fflush(cb_human());
+}
+
+/* Said once the workers have bound and allocated, just before the first block: the
+ * setup (hundreds of MiB first touched) takes a while on a busy node, and a signal
+ * before this line stops a run that has measured nothing yet. */
+static void print_running(const mt_run *run)
+{
     fprintf(cb_human(), "Running %s for %.2f s\n", run->cfg.max_mode ? "unpaced (--max)" : "paced", run->sched_s);
     fflush(cb_human());
 }
@@ -301,6 +329,16 @@ static int alloc_job(worker *w, job *j)
         return -1;
     if (op != MT_READ && !(j->dst = cb_alloc_on_node(&run->topo, node, j->ring_bytes)))
         return -1;
+#ifdef MADV_HUGEPAGE
+    /* Transparent huge pages where the kernel offers them (enabled=madvise is common):
+     * a corner turn touches a new 4 KiB page every few lines on both sides, and the
+     * TLB misses (two-level walks on a VM) cost it about a fifth of its speed. Advice
+     * only: without THP the rings keep 4 KiB pages. Before the first touch below. */
+    if (j->src)
+        madvise(j->src, j->ring_bytes, MADV_HUGEPAGE);
+    if (j->dst)
+        madvise(j->dst, j->ring_bytes, MADV_HUGEPAGE);
+#endif
     /* First touch from the bound thread; sources get data, reads a known sum. */
     if (j->dst)
         memset(j->dst, 0, j->ring_bytes);
@@ -348,8 +386,13 @@ static uint64_t run_block(worker *w, job *j)
     case MT_TRANSPOSE:
         mt_stamp(src, j->st.rows * j->st.cols, es, seed);
         t0 = cb_now_ns();
-        if (!take_fault(run, MT_TRANSPOSE))
+        if (run->fault_element) {
             mt_transpose(dst, src, j->st.rows, j->st.cols, es);
+            if (take_fault(run, MT_TRANSPOSE))
+                mt_fault_transposed(dst, j->st.rows, j->st.cols, es, seed);
+        } else if (!take_fault(run, MT_TRANSPOSE)) {
+            mt_transpose(dst, src, j->st.rows, j->st.cols, es);
+        }
         t1 = cb_now_ns();
         bad = mt_check_transpose(dst, j->st.rows, j->st.cols, es, seed);
         traffic = 2 * bytes;
@@ -498,8 +541,10 @@ static void start_workers(mt_run *run)
     for (int i = 0; i < run->nworkers; i++)
         if (run->workers[i].error[0])
             err = run->workers[i].error;
-    if (!err)
+    if (!err) {
         schedule(run);
+        print_running(run);
+    }
     pthread_barrier_wait(&run->go);
     if (err) {
         for (int i = 0; i < run->nworkers; i++)

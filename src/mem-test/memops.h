@@ -15,8 +15,12 @@ void mt_copy(void *dst, const void *src, size_t bytes);
 /* Corner turn: src is rows x cols elements of esize bytes (row-major),
  * dst becomes cols x rows: dst[c][r] = src[r][c]. esize is 4, 8 or 16. */
 void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t esize);
-/* Which implementation runs ("avx2", "sse2", "generic"). */
+/* Which kernels run: "avx512", "avx2", "sse2" (x86-64, the best the CPU has unless
+ * lowered) or "generic" (portable C; other architectures). */
 const char *mt_isa(void);
+/* Forces a kernel level by name (MEM_TEST_KERNELS): generic, sse2, avx2 or avx512,
+ * at most what this CPU runs. Returns 0, or -1 with *why saying what is wrong. */
+int mt_set_kernels(const char *name, const char **why);
 
 /* Spot verification: each block is stamped with MT_SPOTS pseudo-random tags
  * before the operation and the tags are looked for afterwards, so a skipped,
@@ -33,6 +37,10 @@ void mt_stamp(void *src, size_t nelem, size_t esize, uint64_t seed);
 int mt_check_copy(const void *dst, size_t nelem, size_t esize, uint64_t seed);
 /* Check a transpose of rows x cols: tag at src (r,c) must be at dst (c,r). */
 int mt_check_transpose(const void *dst, size_t rows, size_t cols, size_t esize, uint64_t seed);
+/* Fault injection for the tests (MEM_TEST_FAULT=transpose-element): flips a bit of
+ * the transposed element that mt_check_transpose looks at last, as a kernel that
+ * misplaced or mangled one element would. */
+void mt_fault_transposed(void *dst, size_t rows, size_t cols, size_t esize, uint64_t seed);
 /* Check a fill: spot words must equal seed + index. */
 int mt_check_fill(const uint64_t *dst, size_t nwords, uint64_t seed);
 /* Stamp tags into a read buffer and update its known sum, so the next mt_sum

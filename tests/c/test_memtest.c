@@ -156,6 +156,52 @@ static void test_verification(void)
     free(d);
 }
 
+/* Every kernel level this machine runs (MEM_TEST_KERNELS): each turns the mem-test
+ * shapes exactly (every element compared), copies exactly, and a corrupted transposed
+ * element in its output is caught by the block's check. On a CPU with AVX-512 the
+ * avx512 level runs too; the generic level is the same source compiled without it. */
+static void test_kernel_levels(void)
+{
+    static const char *const names[] = {"generic", "sse2", "avx2", "avx512"};
+    const char *why = NULL;
+    int ran = 0;
+    CHECK(mt_set_kernels("bogus", &why) == -1 && why && strstr(why, "expected"));
+    for (int k = 0; k < 4; k++) {
+        if (mt_set_kernels(names[k], &why) != 0) {
+            printf("mem-test kernels %s: not run here (%s)\n", names[k], why);
+            continue;
+        }
+        ran++;
+        CHECK(strcmp(mt_isa(), names[k]) == 0);
+        test_transpose_shape(128, 1125, 8);
+        test_transpose_shape(1024, 1125, 8);
+        test_transpose_shape(24, 16, 8);   /* a band of 16 rows, then one of 8 */
+        test_transpose_shape(8, 8, 8);
+        test_transpose_shape(16, 3, 8);    /* fewer columns than a tile */
+        const size_t rows = 1024, cols = 1125, n = rows * cols;
+        uint64_t *s = aligned(n * 8), *d = aligned(n * 8);
+        mt_fill(s, n, 9);
+        mt_copy(d, s, n * 8);
+        CHECK(memcmp(d, s, n * 8) == 0);
+        for (uint64_t seed = 1; seed < 20; seed++) {
+            mt_stamp(s, n, 8, seed);
+            mt_transpose(d, s, rows, cols, 8);
+            CHECK(mt_check_transpose(d, rows, cols, 8, seed) == 0);
+            mt_fault_transposed(d, rows, cols, 8, seed);
+            CHECK(mt_check_transpose(d, rows, cols, 8, seed) == 1);
+        }
+        free(s);
+        free(d);
+    }
+#if defined(__x86_64__)
+    CHECK(ran >= 2); /* generic and sse2 run on every x86-64 CPU */
+#else
+    CHECK(ran == 1 && mt_set_kernels("avx2", &why) == -1);
+#endif
+    /* back to the best level, which the rest of the tests use */
+    CHECK(mt_set_kernels(names[ran - 1], &why) == 0);
+}
+
 static void test_options(void)
 {
     mt_config c;
@@ -199,6 +245,7 @@ int main(void)
     test_transpose_shape(64, 562, 16);
     test_transpose_shape(33, 65, 16);
     test_verification();
+    test_kernel_levels();
     printf("mem-test kernels: %s\n", mt_isa());
     CBT_DONE();
 }

@@ -428,7 +428,7 @@ int main(void)
     test_loss_and_retries();
     test_dead_destination();
     test_queue_drops();
-    test_throughput_vs_depth();
+    CBT_TIMED(test_throughput_vs_depth, 3);
     test_verification();
     test_set_and_direct();
     test_kernel_tid();

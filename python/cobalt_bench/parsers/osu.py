@@ -10,11 +10,17 @@ parameter lines, a column header, then one row per message size:
     1                       6.82        6819901.32
     ...
 
-What differs between versions and is handled here: 5.x latency starts at size 0, 7.x at 1;
-7.x adds the `# Datatype:` line and names the latency column `Avg Latency(us)` instead of
-`Latency (us)`; `-f` adds Min/Max Latency and Iterations columns, 7.x `-c` a Validation
-column (Pass/Fail). A comparison table with several value columns of the same name (as in
-the SJTU document, one column per cluster) parses too: every column is kept, in order.
+What differs between versions and is handled here (tests/data/osu: real outputs of 5.3 and
+of 5.6.1 to 7.5): latency starts at size 0 up to 7.0, at 1 from 7.1; 7.1 adds the
+`# Datatype:` line, before the column header except in 7.1-7.3 point-to-point, which print
+it between the header and the rows; 7.4 names the latency column `Avg Latency(us)` instead
+of `Latency (us)`; 5.6.x osu_mbw_mr prints a stray latency header before its parameters and
+its real header, 6.0-7.3 print its title twice; allreduce starts at 4 (floats; MPI_INT in
+7.5) except in 7.1-7.4 (MPI_CHAR: at 1). `-f` adds Min/Max Latency and Iterations columns,
+`-c` (5.9 and later) a Validation column (Pass/Fail). Some releases print another version
+than their own (6.0: v5.9, 7.0.1: v7.0, 7.1-1: v7.1). A comparison table with several
+value columns of the same name (as in the SJTU document, one column per cluster) parses
+too: every column is kept, in order.
 
 No ReFrame here: the OSU checks (cobalt_bench.reframe.osu), the report's plots
 (cobalt_bench.plots) and the tests use it alike. What each benchmark prints when run without
@@ -43,18 +49,19 @@ _PARAM_BRACKETS = re.compile(r'\[\s*([^]:]+?)\s*:\s*([^]]*?)\s*\]')
 _PARAM_LINE = re.compile(r'^#\s*(?P<key>[A-Za-z][\w ]*?)\s*:\s*(?P<value>.*?)\.?\s*$')
 _COLUMNS = re.compile(r'^#\s*Size\b(?P<rest>.*)$')
 _ROW = re.compile(r'^(?P<size>\d+)(?P<rest>(?:\s+\S+)+)\s*$')
-
-
+# Parameter lines a release prints between the column header and the rows (7.1-7.3 pt2pt:
+# `# Datatype: MPI_CHAR.`); any other line there is an error that names it.
+_PARAMS_AFTER_HEADER = {'Datatype'}
 
 
 def _powers_of_two(first, last):
     return [1 << i for i in range(first, last + 1)]
 
 
-# What each benchmark measures when run without options (OSU 5.x; 7.x has no size 0, and
-# its allreduce starts at 1 where 5.x, counting floats, starts at 4). A site narrows
-# this with extras['osu_sizes'] (a size a benchmark does not measure is not declared
-# for it).
+# What each benchmark measures when run without options (OSU 5.x to 7.0; 7.1 and later
+# have no size 0, and 7.1-7.4's allreduce starts at 1 where the others, counting floats or
+# ints, start at 4). A site narrows this with extras['osu_sizes'] (a size a benchmark does
+# not measure is not declared for it).
 DEFAULT_SIZES = {
     'osu_latency': [0] + _powers_of_two(0, 22),
     'osu_bw': _powers_of_two(0, 22),
@@ -65,7 +72,7 @@ DEFAULT_SIZES = {
     'osu_alltoall': _powers_of_two(0, 20),
 }
 
-# The title each benchmark prints (5.x and 7.x alike).
+# The title each benchmark prints (5.x to 7.x alike).
 TITLES = {
     'osu_latency': 'OSU MPI Latency Test',
     'osu_bw': 'OSU MPI Bandwidth Test',
@@ -116,7 +123,7 @@ class OsuTable:
 
     @property
     def major_version(self):
-        '''5 or 7 (the layouts differ), None when no version was printed.'''
+        '''5, 6 or 7 (the layouts differ), None when no version was printed.'''
         return int(self.version.split('.')[0]) if self.version else None
 
     @property
@@ -156,6 +163,14 @@ def _column(name):
     return Column(name, metric, unit)
 
 
+def _header_columns(match, lineno):
+    names = [n for n in re.split(r'\s{2,}', match.group('rest').strip()) if n]
+    if not names:
+        raise OsuParseError(f'line {lineno}: column header without columns')
+
+    return [_column(n) for n in names]
+
+
 def _value(text, column, lineno):
     if column.metric == 'validation':
         return text
@@ -183,8 +198,24 @@ def parse(text):
                     break   # the table ends at the first line that is not a row
                 if not line.strip():
                     continue
-                # Between the header and the first row: a line this parser does not know
-                # (a release that prints something new there) is named, not skipped.
+                # Between the header and the first row, what releases print there: 7.1-7.3
+                # pt2pt the `# Datatype:` line, 5.6.x osu_mbw_mr its parameters and then
+                # its real header (after a stray latency header, which it replaces).
+                columns = _COLUMNS.match(line)
+                if columns:
+                    table.columns = _header_columns(columns, lineno)
+                    header = line
+                    continue
+                brackets = _PARAM_BRACKETS.findall(line)
+                param = _PARAM_LINE.match(line)
+                if brackets:
+                    table.params.update({k.strip(): v.strip() for k, v in brackets})
+                    continue
+                if param and param.group('key') in _PARAMS_AFTER_HEADER:
+                    table.params[param.group('key')] = param.group('value').strip()
+                    continue
+                # Anything else (a release that prints something new there) is named,
+                # not skipped: it may change what the rows mean.
                 raise OsuParseError(f'line {lineno}: not a row of the table under '
                                     f'{header!r}: {line!r}')
 
@@ -201,11 +232,7 @@ def parse(text):
 
         columns = _COLUMNS.match(line)
         if columns:
-            names = [n for n in re.split(r'\s{2,}', columns.group('rest').strip()) if n]
-            if not names:
-                raise OsuParseError(f'line {lineno}: column header without columns')
-
-            table.columns = [_column(n) for n in names]
+            table.columns = _header_columns(columns, lineno)
             header = line
             in_rows = True
             continue

@@ -19,6 +19,13 @@ from spack_repo.builtin.build_systems.makefile import MakefilePackage
 
 from spack.package import *
 
+# Releases: version -> (the commit `make dist DIST_REF=<commit>` archives, the sha256 of
+# that tarball). tests/test_spack.py remakes each tarball, checks the sum and installs it.
+RELEASES = {
+    "0.1.0": ("099d5473a2881fa41a57db7372a3addbb3722bd6",
+              "8d14fe2e06ca62fa45de55025a7b90f67654e9bb8dbeff4707595b8579b13d85"),
+}
+
 # Optional kernels: the variant that builds each, and the Makefile switch behind it.
 # A kernel only counts for a version whose sources have it (src/<kernel>/kernel.mk).
 OPTIONAL_KERNELS = {
@@ -46,18 +53,22 @@ class CobaltBench(MakefilePackage, CudaPackage):
     PCIe bandwidth to GPUs, Ethernet line rate, MPI link test, InfiniBand MAD stress,
     with Slurm jobs, ReFrame checks and per-site references."""
 
-    # Releases are the tarballs `make dist` makes (cobalt-bench-X.Y.Z.tar.gz of a commit,
-    # unpacking to cobalt-bench-X.Y.Z/, the same bytes for the same commit), published at
-    # `url`'s pattern or put in a site's mirror as cobalt-bench/cobalt-bench-X.Y.Z.tar.gz;
-    # each gets its `version("X.Y.Z", sha256=...)` line here (`make dist` prints the sum).
-    # Until the first release, `spack install cobalt-bench@=X.Y.Z --no-checksum` installs
-    # such a tarball from a mirror, and `develop` builds a checkout
-    # (`spack develop --path CHECKOUT cobalt-bench@develop`, as site-configs/local does).
+    # Releases are the tarballs `make dist` makes: cobalt-bench-X.Y.Z.tar.gz of one commit,
+    # unpacking to cobalt-bench-X.Y.Z/, the same bytes for the same commit (git archive,
+    # gzip -n), published at `url`'s pattern or put in a site's mirror as
+    # <mirror>/cobalt-bench/cobalt-bench-X.Y.Z.tar.gz. A tarball cannot hold its own
+    # checksum, so a release is a commit made before the line that records it: RELEASES
+    # names the commit (tag vX.Y.Z where tags are cloned) and its tarball's sha256, which
+    # `make dist DIST_REF=<commit>` prints and Spack verifies on every fetch.
+    # `develop` builds a checkout (`spack develop --path CHECKOUT cobalt-bench@develop`, as
+    # site-configs/local does); Spack never prefers it to a release.
     homepage = "https://github.com/cobalt-bench/cobalt-bench"
     url = "https://github.com/cobalt-bench/cobalt-bench/releases/download/v0.1.0/cobalt-bench-0.1.0.tar.gz"
     git = "https://github.com/cobalt-bench/cobalt-bench.git"
 
     version("develop", branch="main")
+    for _version, (_commit, _sha256) in RELEASES.items():
+        version(_version, sha256=_sha256)
 
     # What a typical CPU node needs: MPI yes; GPU and the InfiniBand MAD tool are opt-in
     # (smp-mad-stress needs umad device access, a fabric administrator's tool).

@@ -1,0 +1,268 @@
+/* The message buffers: the allocators of --memory-buffer-allocator (LinkTest's, and
+ * our huge pages), the rings of --multi-buffer and --check-buffers, their contents
+ * (zeros, --randomize-buffers, or the pattern of each checked message), and the MPI
+ * calls on them, which stage GPU buffers through pinned host memory when the MPI is
+ * not CUDA-aware. */
+#include "linktest.h"
+#include "npz.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define HUGE_PAGE (2u << 20)
+/* --check-buffers without --multi-buffer: the ring holds the timed messages of one batch,
+ * at most this many bytes per direction (and at least one message) */
+#define CHECK_RING_BYTES (64u << 20)
+
+static size_t round_up(size_t n, size_t to)
+{
+    return (n + to - 1) / to * to;
+}
+
+/* One host buffer of bytes (a multiple of the page size, see buffers_set_up). */
+void *lt_host_alloc(lt_run *run, size_t bytes)
+{
+    void *p = NULL;
+    int a = run->cfg->allocator;
+    int huge = a == LT_ALLOC_HUGE || (a == LT_ALLOC_DEFAULT && bytes >= HUGE_PAGE);
+    switch (a) {
+    case LT_ALLOC_ALIGNED:
+        return aligned_alloc(4096, bytes);
+    case LT_ALLOC_PINNED_MMAP:
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        /* pinned: the pages stay resident (RLIMIT_MEMLOCK may refuse; reported, not fatal) */
+        if (mlock(p, bytes) != 0)
+            run->mlocked = 0;
+        return p;
+    default:
+        /* Large buffers 2 MiB aligned and asked to be backed by transparent huge pages
+         * (where the kernel leaves that to the program, THP "madvise"): single-copy
+         * transports (CMA, RDMA registration) then handle far fewer pages, as for the
+         * large buffers of NumPy or most MPI codes. */
+        if (posix_memalign(&p, huge ? HUGE_PAGE : 4096, bytes) != 0)
+            return NULL;
+#ifdef MADV_HUGEPAGE
+        if (huge)
+            madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+        return p;
+    }
+}
+
+void lt_host_free(const lt_run *run, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (run->cfg->allocator == LT_ALLOC_PINNED_MMAP)
+        munmap(p, bytes);
+    else
+        free(p);
+}
+
+const char *lt_alloc_descr(const lt_run *run)
+{
+    static char buf[200];
+    switch (run->cfg->allocator) {
+    case LT_ALLOC_ALIGNED:
+        return "aligned-memory_allocator (aligned_alloc, 4 KiB aligned)";
+    case LT_ALLOC_PINNED_MMAP:
+        snprintf(buf, sizeof buf, "pinned-memory-map_allocator (mmap, %s)",
+                 run->mlocked ? "locked in memory by mlock" : "mlock refused (RLIMIT_MEMLOCK): not locked");
+        return buf;
+    case LT_ALLOC_POSIX:
+        return "POSIX_aligned-memory_allocator (posix_memalign, 4 KiB aligned, no huge pages)";
+    case LT_ALLOC_HUGE:
+        return "huge-pages (posix_memalign, 2 MiB aligned, transparent huge pages asked by madvise)";
+    case LT_ALLOC_CUDA:
+        snprintf(buf, sizeof buf, "CUDA_memory_allocator (cudaMalloc on GPU %d of %d, %s)", run->gpu_device,
+                 run->gpu_count, run->gpu_name);
+        return buf;
+    default:
+        return run->buf_bytes * (size_t)run->nbuf >= HUGE_PAGE /* a ring is one allocation */
+                   ? "DEFAULT (posix_memalign, 2 MiB aligned, transparent huge pages asked by madvise)"
+                   : "DEFAULT (posix_memalign, 4 KiB aligned; huge pages from 2 MiB rings)";
+    }
+}
+
+/* Buffers per ring: --multi-buffer's K; with --check-buffers one per timed message of a
+ * batch; else one. */
+static int ring_size(const lt_config *cfg)
+{
+    if (cfg->multi_buffer)
+        return (int)cfg->num_multi_buffer;
+    if (!cfg->check_buffers)
+        return 1;
+    size_t each = round_up(cfg->size, cfg->allocator == LT_ALLOC_HUGE ? HUGE_PAGE : 4096); /* as allocated */
+    long fit = (long)(CHECK_RING_BYTES / each);
+    fit = fit < 1 ? 1 : fit;
+    return (int)(fit < cfg->nmsg ? fit : cfg->nmsg);
+}
+
+/* --use-gpu-memory: the GPU local to this rank (local rank modulo the GPUs visible), and
+ * how MPI reaches its memory. Exits 3 on every rank when some rank has no GPU. */
+static void gpu_set_up(lt_run *run)
+{
+    MPI_Comm local;
+    int lrank = 0;
+    lt_mpi_check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+                 "MPI_Comm_split_type");
+    MPI_Comm_rank(local, &lrank);
+    MPI_Comm_free(&local);
+    char why[256] = "", me[LT_HOST_LEN] = "";
+    int ok = lt_gpu_select(lrank, &run->gpu_device, &run->gpu_count, run->gpu_name, sizeof run->gpu_name, why,
+                           sizeof why) == 0;
+    int mine[2] = {ok ? run->size : run->rank, !ok}, first[2];
+    lt_mpi_check(MPI_Allreduce(&mine[0], &first[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
+    lt_mpi_check(MPI_Allreduce(&mine[1], &first[1], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
+    if (first[0] < run->size) { /* the first rank without a GPU says why, for all */
+        if (run->rank == first[0]) {
+            cb_hostname(me, sizeof me);
+            fprintf(stderr, "cb-linktest: --use-gpu-memory: rank %d on %s: %s%s\n", run->rank, me, why,
+                    first[1] > 1 ? " (and on other ranks)" : "");
+            fflush(stderr);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Finalize();
+        exit(CB_EXIT_CANNOT_RUN);
+    }
+    run->gpu_mode = lt_mpi_cuda_aware() ? LT_GPU_AWARE : LT_GPU_STAGED;
+}
+
+/* The rings (on the GPU or in host memory), touched: zeros, or --randomize-buffers' bytes. */
+void lt_buffers_set_up(lt_run *run)
+{
+    const lt_config *cfg = run->cfg;
+    run->nbuf = ring_size(cfg);
+    run->buf_bytes = round_up(cfg->size, cfg->allocator == LT_ALLOC_HUGE ? HUGE_PAGE : 4096);
+    run->mlocked = cfg->allocator == LT_ALLOC_PINNED_MMAP;
+    if (cfg->use_gpu)
+        gpu_set_up(run);
+    /* each ring one allocation: buffer i at i x buf_bytes, every one page aligned */
+    size_t ring = run->buf_bytes * (size_t)run->nbuf;
+    run->sring = calloc((size_t)run->nbuf, sizeof(char *));
+    run->rring = calloc((size_t)run->nbuf, sizeof(char *));
+    char *sblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(run, ring);
+    char *rblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(run, ring);
+    int ok = run->sring && run->rring && sblock && rblock;
+    for (int i = 0; ok && i < run->nbuf; i++) {
+        run->sring[i] = sblock + (size_t)i * run->buf_bytes;
+        run->rring[i] = rblock + (size_t)i * run->buf_bytes;
+    }
+    if (ok && cfg->use_gpu) {
+        run->scratch = lt_gpu_host_alloc(run->buf_bytes);
+        ok = run->scratch != NULL;
+        if (ok && run->gpu_mode == LT_GPU_STAGED) {
+            run->stage_s = lt_gpu_host_alloc(run->buf_bytes);
+            run->stage_r = lt_gpu_host_alloc(run->buf_bytes);
+            ok = run->stage_s && run->stage_r;
+        }
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg, "cannot allocate %d send and %d receive buffers of %zu bytes (%s) on some rank",
+             run->nbuf, run->nbuf, cfg->size, cfg->use_gpu ? "GPU memory" : lt_alloc_names[cfg->allocator]);
+    lt_all_ok_or_exit(run, ok, CB_EXIT_CANNOT_RUN, msg);
+    run->sbuf = run->sring[0];
+    run->rbuf = run->rring[0];
+    for (int i = 0; i < run->nbuf; i++) {
+        if (cfg->randomize_buffers) {
+            uint64_t base = cfg->seed_buffers ^ ((uint64_t)(uint32_t)run->rank << 32) ^ ((uint64_t)i << 1);
+            lt_buf_fill(run, run->sring[i], run->buf_bytes, cb_mix64(base));
+            lt_buf_fill(run, run->rring[i], run->buf_bytes, cb_mix64(base ^ 1));
+        } else {
+            lt_buf_zero(run, run->sring[i], run->buf_bytes);
+            lt_buf_zero(run, run->rring[i], run->buf_bytes);
+        }
+    }
+}
+
+void lt_buffers_free(lt_run *run)
+{
+    size_t ring = run->buf_bytes * (size_t)run->nbuf;
+    for (int k = 0; k < 2; k++) {
+        char **r = k ? run->rring : run->sring;
+        if (!r || !r[0])
+            continue;
+        if (run->cfg->use_gpu)
+            lt_gpu_free(r[0]);
+        else
+            lt_host_free(run, r[0], ring);
+    }
+    lt_gpu_host_free(run->scratch);
+    lt_gpu_host_free(run->stage_s);
+    lt_gpu_host_free(run->stage_r);
+    free(run->sring);
+    free(run->rring);
+}
+
+/* ---- contents: on the host directly, on the GPU through the scratch copy ---------------- */
+void lt_buf_fill(lt_run *run, char *buf, size_t n, uint64_t seed)
+{
+    if (!run->cfg->use_gpu) {
+        lt_fill_payload(buf, n, seed);
+        return;
+    }
+    lt_fill_payload(run->scratch, n, seed);
+    lt_gpu_from_host(buf, run->scratch, n);
+}
+
+void lt_buf_zero(lt_run *run, char *buf, size_t n)
+{
+    if (run->cfg->use_gpu)
+        lt_gpu_zero(buf, n);
+    else
+        memset(buf, 0, n);
+}
+
+double lt_buf_check(lt_run *run, const char *buf, size_t n, uint64_t seed)
+{
+    if (run->cfg->use_gpu) {
+        lt_gpu_to_host(run->scratch, buf, n);
+        buf = run->scratch;
+    }
+    return lt_check_payload(buf, n, seed);
+}
+
+uint32_t lt_buf_crc(lt_run *run, const char *buf, size_t n)
+{
+    if (run->cfg->use_gpu) {
+        lt_gpu_to_host(run->scratch, buf, n);
+        buf = run->scratch;
+    }
+    return lt_crc32(0, buf, n);
+}
+
+/* ---- the MPI calls; GPU buffers staged when the MPI cannot take device pointers -------- */
+void lt_send(lt_run *run, const char *buf, int n, int peer, int tag)
+{
+    if (run->gpu_mode == LT_GPU_STAGED) {
+        lt_gpu_to_host(run->stage_s, buf, (size_t)n);
+        buf = run->stage_s;
+    }
+    lt_mpi_check(MPI_Send(buf, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), "MPI_Send");
+}
+
+void lt_recv(lt_run *run, char *buf, int n, int peer, int tag)
+{
+    char *to = run->gpu_mode == LT_GPU_STAGED ? run->stage_r : buf;
+    lt_mpi_check(MPI_Recv(to, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+    if (to != buf)
+        lt_gpu_from_host(buf, to, (size_t)n);
+}
+
+void lt_sendrecv(lt_run *run, const char *sb, char *rb, int n, int peer, int tag)
+{
+    char *to = rb;
+    if (run->gpu_mode == LT_GPU_STAGED) {
+        lt_gpu_to_host(run->stage_s, sb, (size_t)n);
+        sb = run->stage_s;
+        to = run->stage_r;
+    }
+    lt_mpi_check(MPI_Sendrecv(sb, n, MPI_BYTE, peer, tag, to, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
+                              MPI_STATUS_IGNORE), "MPI_Sendrecv");
+    if (to != rb)
+        lt_gpu_from_host(rb, to, (size_t)n);
+}
