@@ -18,6 +18,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,6 +183,36 @@ LMOD_INIT = Path("/usr/share/lmod/lmod/init/bash")
 # Concretizing the environment takes minutes on 2 busy cores; building it from nothing
 # about 10 (three OSU releases, perftest, cobalt-bench).
 _SPACK_TIMEOUT = 3600
+
+
+# ---- batch jobs: what the job tests submit, and their accounting once they end --------------
+
+_QUEUED = ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED")
+
+
+def sbatch(script, cwd, env, *options) -> str:
+    """Submit `script` (sbatch --parsable OPTIONS SCRIPT from `cwd` with `env`); its job id."""
+    proc = subprocess.run(["sbatch", "--parsable", *options, str(script)], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(";")[0]
+
+
+def finished_job(jobid, env, timeout=180, fields=("State", "ExitCode")) -> tuple:
+    """The job's sacct `fields` once it has left the queue and each of them is filled in
+    (sacct may lag behind the job); the test fails when that takes over `timeout` s."""
+    deadline = time.monotonic() + timeout
+    out = ""
+    while time.monotonic() < deadline:
+        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", jobid, "-o",
+                              ",".join(("JobID", "State", *fields))], env=env, text=True,
+                             capture_output=True, timeout=30).stdout
+        for line in out.splitlines():
+            got = line.split("|")
+            if got[0] == jobid and got[1] not in _QUEUED and all(got[2:]):
+                return tuple(got[2:])
+        time.sleep(0.5)
+    pytest.fail(f"job {jobid} did not finish in {timeout} s: {out}")
 
 
 def osu_releases() -> list[str]:

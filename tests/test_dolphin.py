@@ -10,11 +10,11 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
 from cobalt_bench.parsers import dolphin as dp
+from conftest import finished_job, sbatch
 
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'dolphin')
@@ -365,27 +365,6 @@ def test_reframe_failures(root, tmp_path, fake_tools):
 
 # ---- the Slurm jobs ------------------------------------------------------------------
 
-def sbatch(script, env, cwd, *options):
-    proc = subprocess.run(['sbatch', '--parsable', *options, script], env=env, cwd=cwd,
-                          text=True, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().split(';')[0]
-
-
-def wait_for(jobid, env, timeout=120):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o', 'JobID,State,ExitCode'],
-                             env=env, text=True, capture_output=True, timeout=30).stdout
-        for line in out.splitlines():
-            f = line.split('|')
-            if f[0] == jobid and f[1] not in ('PENDING', 'RUNNING', 'COMPLETING',
-                                              'CONFIGURING', 'REQUEUED'):
-                return tuple(f[1:3])
-        time.sleep(0.5)
-    pytest.fail(f'job {jobid} did not finish in {timeout} s')
-
-
 def test_slurm_jobs(root, tmp_path, fake_tools, slurm_cluster):
     bindir, data = fake_tools
     results = tmp_path / 'results'
@@ -395,10 +374,10 @@ def test_slurm_jobs(root, tmp_path, fake_tools, slurm_cluster):
                DOLPHIN_TOOL_DIR=str(bindir), DOLPHIN_NODE_IDS='4,8',
                DOLPHIN_SERVER_START='0.2')
     jobs = os.path.join(root, 'jobs')
-    static = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), env, tmp_path, '-p', 'x86')
-    perf_job = sbatch(os.path.join(jobs, 'dolphin-perf.slurm'), env, tmp_path, '-p', 'x86')
-    assert wait_for(static, env) == ('COMPLETED', '0:0')
-    assert wait_for(perf_job, env) == ('COMPLETED', '0:0')
+    static = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), tmp_path, env, '-p', 'x86')
+    perf_job = sbatch(os.path.join(jobs, 'dolphin-perf.slurm'), tmp_path, env, '-p', 'x86')
+    assert finished_job(static, env) == ('COMPLETED', '0:0')
+    assert finished_job(perf_job, env) == ('COMPLETED', '0:0')
     outdir = results / 'slurm' / f'dolphin-static-{static}'
     assert sorted(os.listdir(outdir)) == ['dis_diag-n1.out', 'dis_diag-n2.out']
     with open(tmp_path / f'dolphin-static-{static}.out') as fp:
@@ -411,11 +390,11 @@ def test_slurm_jobs(root, tmp_path, fake_tools, slurm_cluster):
     # node n2 reports *FAILED*: the job fails
     (data / 'dis_diag-n2.txt').write_text(
         changed(recorded('dis_diag'), 'TEST RESULT: *PASSED*', 'TEST RESULT: *FAILED*'))
-    failing = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), env, tmp_path, '-p', 'x86')
-    assert wait_for(failing, env) == ('FAILED', '1:0')
+    failing = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), tmp_path, env, '-p', 'x86')
+    assert finished_job(failing, env) == ('FAILED', '1:0')
     with open(tmp_path / f'dolphin-static-{failing}.out') as fp:
         assert 'PROBLEM: dis_diag-n2.out: TEST RESULT is *FAILED*' in fp.read()
     # without the tool: could not run
     env['DOLPHIN_DIS_DIAG'] = str(tmp_path / 'nowhere' / 'dis_diag')
-    missing = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), env, tmp_path, '-p', 'x86')
-    assert wait_for(missing, env) == ('FAILED', '3:0')
+    missing = sbatch(os.path.join(jobs, 'dolphin-static.slurm'), tmp_path, env, '-p', 'x86')
+    assert finished_job(missing, env) == ('FAILED', '3:0')

@@ -22,6 +22,7 @@ import pytest
 
 from cobalt_bench import netns
 from cobalt_bench.preflight import NET_SYSCTLS
+from conftest import finished_job, sbatch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEND = os.path.join(ROOT, 'bin', 'eth-test-send')
@@ -789,21 +790,10 @@ def test_sbatch(nodes, tmp_path, slurm_cluster):
     # cluster share one network stack, so loopback reaches across them too.
     results = tmp_path / 'results'
     env = job_env(slurm_cluster.env, COBALT_BENCH_RESULTS=str(results), **JOB_LOAD)
-    proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', '-N', str(nodes), JOB],
-                          cwd=tmp_path, env=env, text=True, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    jobid = proc.stdout.strip().split(';')[0]
-    deadline = time.monotonic() + 180
-    state = ''
-    while time.monotonic() < deadline:
-        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o', 'State,ExitCode'],
-                             env=env, text=True, capture_output=True, timeout=30).stdout
-        state = out.strip().split('\n')[0]
-        if state and not state.startswith(('PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING')):
-            break
-        time.sleep(0.5)
+    jobid = sbatch(JOB, tmp_path, env, '-p', 'x86', '-N', str(nodes))
+    state = finished_job(jobid, env)
     log = (tmp_path / f'eth-test-{jobid}.out').read_text()
-    assert state == 'COMPLETED|0:0', log
+    assert state == ('COMPLETED', '0:0'), log
     assert ('one node (n' if nodes == 1 else 'receiver on n1 (under test), sender on n2') in log
     doc = json.loads((results / 'slurm' / f'eth-test-{jobid}-lo.json').read_text())
     assert doc['compliance']['passed'] is True

@@ -3,9 +3,13 @@
 import json
 import os
 import subprocess
-import time
 
 import pytest
+
+from conftest import finished_job, sbatch
+
+# what the job tests read from sacct: where the job ran and how it ended
+ACCOUNTED = ('Partition', 'State', 'ExitCode')
 
 LMOD_INIT = '/usr/share/lmod/lmod/init/bash'
 
@@ -34,34 +38,6 @@ def job_env(base=None, **extra):
     return env
 
 
-def sbatch(script, *options, cwd, env):
-    proc = subprocess.run(['sbatch', '--parsable', *options, script], cwd=cwd, env=env,
-                          text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().split(';')[0]
-
-
-def wait_for(jobid, env, timeout=120):
-    '''Wait until the job has left the queue and its accounting record is complete;
-    returns (partition, state, exit code) from sacct.'''
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid,
-                              '-o', 'JobID,Partition,State,ExitCode'], env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             timeout=30).stdout
-        for line in out.splitlines():
-            fields = line.split('|')
-            if fields[0] == jobid and fields[1] and fields[2] not in (
-                    'PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING', 'REQUEUED'):
-                return tuple(fields[1:4])
-
-        time.sleep(0.5)
-
-    pytest.fail(f'job {jobid} did not finish in {timeout} s: {out}')
-
-
 def load_result(path):
     assert os.path.isfile(path), f'no JSON result {path}'
     with open(path) as fp:
@@ -78,8 +54,8 @@ def test_sbatch_mem_test(partition, job_script, tmp_path, slurm_cluster):
     # script finds the module through the path Slurm recorded for it.
     results = tmp_path / 'results'
     env = job_env(slurm_cluster.env, MEM_TEST_OPTS=SMALL, COBALT_BENCH_RESULTS=str(results))
-    jobid = sbatch(job_script, '-p', partition, cwd=tmp_path, env=env)
-    assert wait_for(jobid, env) == (partition, 'COMPLETED', '0:0')
+    jobid = sbatch(job_script, tmp_path, env, '-p', partition)
+    assert finished_job(jobid, env, fields=ACCOUNTED) == (partition, 'COMPLETED', '0:0')
 
     doc = load_result(results / 'slurm' / f'mem-test-{jobid}.json')
     assert doc['config']['stations'] == 1
@@ -112,7 +88,7 @@ def test_sbatch_with_module_loaded_and_default_results(root, job_script, tmp_pat
         timeout=60)
     assert proc.returncode == 0, proc.stderr
     jobid = proc.stdout.strip().split(';')[0]
-    partition, state, exitcode = wait_for(jobid, env)
+    partition, state, exitcode = finished_job(jobid, env, fields=ACCOUNTED)
     assert (state, exitcode) == ('COMPLETED', '0:0')
     load_result(tmp_path / 'results' / 'slurm' / f'mem-test-{jobid}.json')
 
@@ -124,8 +100,8 @@ def test_sbatch_not_compliant(job_script, tmp_path, slurm_cluster):
     env = job_env(slurm_cluster.env,
                   MEM_TEST_OPTS='--stations 1 --desired-rate 100000 --duration 1',
                   COBALT_BENCH_RESULTS=str(results))
-    jobid = sbatch(job_script, '-p', 'x86', cwd=tmp_path, env=env)
-    assert wait_for(jobid, env) == ('x86', 'FAILED', '1:0')
+    jobid = sbatch(job_script, tmp_path, env, '-p', 'x86')
+    assert finished_job(jobid, env, fields=ACCOUNTED) == ('x86', 'FAILED', '1:0')
     doc = load_result(results / 'slurm' / f'mem-test-{jobid}.json')
     assert doc['compliance']['passed'] is False
     assert doc['metrics']['percent_of_desired']['value'] < 99.75

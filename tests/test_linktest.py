@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
+from conftest import finished_job, sbatch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINKTEST = os.path.join(ROOT, 'bin', 'cb-linktest')
 REPORT = os.path.join(ROOT, 'bin', 'cb-linktest-report')
@@ -426,22 +428,10 @@ def test_sbatch_job(tmp_path, slurm_cluster):
     env = {k: v for k, v in slurm_cluster.env.items()
            if not k.startswith(('COBALT_BENCH_', 'CB_LINKTEST_', 'SLURM_JOB', 'SBATCH_'))}
     env.update(CB_LINKTEST_OPTS='-w 1 -n 4 -s 1048576', COBALT_BENCH_RESULTS=str(results))
-    sub = subprocess.run(['sbatch', '--parsable', '-p', 'x86',
-                          os.path.join(ROOT, 'jobs', 'cb-linktest.slurm')], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=60)
-    assert sub.returncode == 0, sub.stderr
-    jobid = sub.stdout.strip().split(';')[0]
-    deadline = time.monotonic() + 180
-    state = None
-    while time.monotonic() < deadline:
-        q = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o', 'State,ExitCode'],
-                           env=env, capture_output=True, text=True, timeout=30).stdout.split()
-        if q and q[0].split('|')[0] not in ('PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING'):
-            state = q[0]
-            break
-        time.sleep(0.5)
+    jobid = sbatch(os.path.join(ROOT, 'jobs', 'cb-linktest.slurm'), tmp_path, env, '-p', 'x86')
+    state = finished_job(jobid, env)
     log = (tmp_path / f'cb-linktest-{jobid}.out')
-    assert state == 'COMPLETED|0:0', (state, log.read_text() if log.exists() else 'no log')
+    assert state == ('COMPLETED', '0:0'), (state, log.read_text() if log.exists() else 'no log')
     doc = json.loads((results / 'slurm' / f'cb-linktest-{jobid}.json').read_text())
     assert doc['config']['ranks'] == 2 and doc['config']['hosts'] == 2
     data = check_matrix(results / 'slurm' / f'cb-linktest-{jobid}.npz', 2, {(0, 1)})

@@ -9,12 +9,11 @@ why.'''
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 
 from cobalt_bench.parsers import osu as osu_parse
-from conftest import osu_releases
+from conftest import finished_job, osu_releases, sbatch
 
 REPO = os.path.realpath(os.path.join(os.path.dirname(__file__), '..'))
 
@@ -37,30 +36,6 @@ def job_env(base, **extra):
            if not k.startswith(('COBALT_', 'OSU_', 'SLURM_JOB', 'SBATCH_'))}
     env.update(extra)
     return env
-
-
-def sbatch(script, cwd, env, *options):
-    proc = subprocess.run(['sbatch', '--parsable', *options, script], cwd=cwd, env=env,
-                          text=True, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().split(';')[0]
-
-
-def wait_for(jobid, env, timeout=180):
-    '''(state, exit code) from sacct once the job has finished.'''
-    deadline = time.monotonic() + timeout
-    out = ''
-    while time.monotonic() < deadline:
-        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid, '-o',
-                              'JobID,State,ExitCode'], env=env, text=True,
-                             capture_output=True, timeout=30).stdout
-        for line in out.splitlines():
-            fields = line.split('|')
-            if fields[0] == jobid and fields[1] not in (
-                    'PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING', 'REQUEUED'):
-                return fields[1], fields[2]
-        time.sleep(0.5)
-    pytest.fail(f'job {jobid} did not finish in {timeout} s: {out}')
 
 
 def log(cwd, bench, jobid):
@@ -88,7 +63,7 @@ def submitted(request, spack_site, slurm_cluster, tmp_path_factory):
 def test_job_runs_osu(bench, submitted):
     release, binaries, cwd, env, jobs = submitted
     jobid = jobs[bench]
-    assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
+    assert finished_job(jobid, env) == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
     title, tasks = SCRIPTS[bench]
     text = log(cwd, bench, jobid)
     assert f'modules: openmpi osu-micro-benchmarks/{release}' in text
@@ -111,7 +86,7 @@ def test_job_finds_osu_through_cobalt_osu_path(spack_site, slurm_cluster, tmp_pa
                   OSU_SRUN_MPI='pmix', OSU_OPTS=SHORT,
                   COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(os.path.join(JOBS, 'osu_latency.slurm'), tmp_path, env)
-    assert wait_for(jobid, env) == ('COMPLETED', '0:0'), log(tmp_path, 'osu_latency', jobid)
+    assert finished_job(jobid, env) == ('COMPLETED', '0:0'), log(tmp_path, 'osu_latency', jobid)
     text = log(tmp_path, 'osu_latency', jobid)
     assert f'running: srun --mpi=pmix {binary} ' in text
     osu_parse.parse_file(tmp_path / 'results' / 'slurm' / f'osu_latency-{jobid}.txt')
@@ -122,7 +97,7 @@ def test_job_without_osu_fails_saying_so(slurm_cluster, tmp_path):
                     if d and not os.path.exists(os.path.join(d, 'osu_bcast')))
     env = job_env(slurm_cluster.env, PATH=path, MODULEPATH=str(tmp_path))
     jobid = sbatch(os.path.join(JOBS, 'osu_bcast.slurm'), tmp_path, env)
-    assert wait_for(jobid, env) == ('FAILED', '3:0')
+    assert finished_job(jobid, env) == ('FAILED', '3:0')
     text = log(tmp_path, 'osu_bcast', jobid)
     assert 'osu_bcast not found: not on PATH, nor under COBALT_OSU_PATH (not set)' in text
     assert not os.path.exists(tmp_path / 'results' / 'slurm' / f'osu_bcast-{jobid}.txt')
@@ -132,7 +107,7 @@ def test_job_with_a_module_that_does_not_exist_fails(slurm_cluster, tmp_path):
     env = job_env(slurm_cluster.env,
                   OSU_MODULE='osu-micro-benchmarks/5.7.1-gcc-11.2.0-openmpi')
     jobid = sbatch(os.path.join(JOBS, 'osu_latency.slurm'), tmp_path, env)
-    assert wait_for(jobid, env) == ('FAILED', '3:0')
+    assert finished_job(jobid, env) == ('FAILED', '3:0')
     assert 'cannot load module osu-micro-benchmarks/5.7.1-gcc-11.2.0-openmpi' in \
         log(tmp_path, 'osu_latency', jobid)
 

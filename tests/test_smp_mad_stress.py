@@ -7,9 +7,10 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
+
+from conftest import finished_job, sbatch
 
 HAVE_IB = os.path.exists('/sys/class/infiniband_mad/abi_version')
 
@@ -316,32 +317,13 @@ def job_env(base, **extra):
     return env
 
 
-def wait_for(jobid, env, timeout=120):
-    deadline = time.monotonic() + timeout
-    out = ''
-    while time.monotonic() < deadline:
-        out = subprocess.run(['sacct', '-n', '-P', '-X', '-j', jobid,
-                              '-o', 'JobID,Partition,State,ExitCode'], env=env, text=True,
-                             capture_output=True, timeout=30).stdout
-        for line in out.splitlines():
-            fields = line.split('|')
-            if fields[0] == jobid and fields[2] not in (
-                    'PENDING', 'RUNNING', 'COMPLETING', 'CONFIGURING', 'REQUEUED'):
-                return tuple(fields[2:4])
-        time.sleep(0.5)
-    pytest.fail(f'job {jobid} did not finish in {timeout} s: {out}')
-
-
 def test_slurm_job(root, tool, tmp_path, slurm_cluster):
     script = os.path.join(root, 'jobs', 'smp-mad-stress.slurm')
     results = tmp_path / 'results'
     env = job_env(slurm_cluster.env, COBALT_BENCH_RESULTS=str(results),
                   SMP_MAD_STRESS_OPTS='--simulate=rtt=300us -d 0.5 -q -L 4,5 NodeInfo')
-    proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', script], cwd=tmp_path,
-                          env=env, text=True, capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    jobid = proc.stdout.strip().split(';')[0]
-    assert wait_for(jobid, env) == ('COMPLETED', '0:0')
+    jobid = sbatch(script, tmp_path, env, '-p', 'x86')
+    assert finished_job(jobid, env) == ('COMPLETED', '0:0')
     doc = load(results / 'slurm' / f'smp-mad-stress-{jobid}.json')
     assert [d['lid'] for d in doc['per_destination']] == [4, 5]
     with open(tmp_path / f'smp-mad-stress-{jobid}.out') as fp:
@@ -352,9 +334,7 @@ def test_slurm_job(root, tool, tmp_path, slurm_cluster):
         return
     # Without a device the job fails with the tool's "could not run".
     env['SMP_MAD_STRESS_OPTS'] = '-d 1 -L 4 NodeInfo'
-    proc = subprocess.run(['sbatch', '--parsable', '-p', 'x86', script], cwd=tmp_path,
-                          env=env, text=True, capture_output=True, timeout=60)
-    jobid = proc.stdout.strip().split(';')[0]
-    assert wait_for(jobid, env) == ('FAILED', '3:0')
+    jobid = sbatch(script, tmp_path, env, '-p', 'x86')
+    assert finished_job(jobid, env) == ('FAILED', '3:0')
     with open(tmp_path / f'smp-mad-stress-{jobid}.out') as fp:
         assert 'no InfiniBand device' in fp.read()

@@ -11,7 +11,6 @@ checkout. Without either, every test here skips, saying which is missing.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import subprocess
 import tarfile
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO_ROOT, clean_env, osu_releases, spack_skip_reason
+from conftest import REPO_ROOT, clean_env, finished_job, osu_releases, sbatch, spack_skip_reason
 
 needs_spack = pytest.mark.skipif(spack_skip_reason() is not None,
                                  reason=spack_skip_reason() or "")
@@ -248,8 +247,8 @@ def test_ib_write_bw_job_runs_spacks_perftest(spack_site, slurm_cluster, tmp_pat
                PERFTEST_MODULE="perftest", IB_PAIR="mlx5_0:1=mlx5_1:1",
                COBALT_BENCH_RESULTS=str(tmp_path / "results"), PATH=clean_env()["PATH"])
     env = {k: v for k, v in env.items() if not k.startswith(("COBALT_BENCH_ROOT", "SLURM_JOB"))}
-    jobid = _sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
-    state = _wait(jobid, env)
+    jobid = sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
+    state = finished_job(jobid, env)
     text = (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
     assert state == ("FAILED", "1:0"), text
     assert "Version: 6.27, pair mlx5_0:1=mlx5_1:1" in text, text
@@ -257,34 +256,10 @@ def test_ib_write_bw_job_runs_spacks_perftest(spack_site, slurm_cluster, tmp_pat
     assert (tmp_path / "results" / "slurm" / f"ib_write_bw-{jobid}.txt").is_file()
 
     env["IB_PAIR"] = "mlx5_0=mlx5_1"
-    jobid = _sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
-    assert _wait(jobid, env) == ("FAILED", "2:0")
+    jobid = sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
+    assert finished_job(jobid, env) == ("FAILED", "2:0")
     assert "IB_PAIR must be SEND_DEV:PORT=RECV_DEV:PORT" in \
         (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
-
-
-def _sbatch(script, cwd, env):
-    proc = subprocess.run(["sbatch", "--parsable", str(script)], cwd=cwd, env=env, text=True,
-                          capture_output=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip().split(";")[0]
-
-
-def _wait(jobid, env, timeout=180):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", jobid, "-o",
-                              "JobID,State,ExitCode"], env=env, text=True,
-                             capture_output=True, timeout=30).stdout
-        for line in out.splitlines():
-            f = line.split("|")
-            if f[0] == jobid and f[1] not in ("PENDING", "RUNNING", "COMPLETING",
-                                              "CONFIGURING", "REQUEUED"):
-                return f[1], f[2]
-        time.sleep(0.5)
-    pytest.fail(f"job {jobid} did not finish in {timeout} s")
 
 
 @needs_spack

@@ -7,6 +7,9 @@ Where the tree is (checkout or install, bin/, results/, VERSION): cobalt_bench.p
 one place that knows.
 '''
 
+import os
+import sys
+
 from . import paths
 
 __version__ = paths.version()
@@ -18,3 +21,25 @@ class UsageError(Exception):
 
 class CannotRun(Exception):
     '''The command cannot do its work (missing run, unreadable file): exit status 3.'''
+
+
+def exit_status(prog, call, usage_error=None):
+    '''call()'s exit status, with the package's errors as the contract's exit codes:
+    UsageError 2 (through usage_error(message) when given: argparse's error, which prints
+    the usage line), CannotRun 3, each said on stderr after `prog: `; Ctrl-C 130; a closed
+    output pipe 0 (`... | head` is not an error of ours).'''
+    try:
+        return call()
+    except UsageError as err:
+        if usage_error:
+            usage_error(str(err))
+        print(f'{prog}: {err}', file=sys.stderr)
+        return 2
+    except CannotRun as err:
+        print(f'{prog}: {err}', file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -7,10 +7,9 @@ such run, unreadable results, a missing Python module).
 '''
 
 import argparse
-import os
 import sys
 
-from . import CannotRun, UsageError, __version__, linktest_report
+from . import __version__, exit_status, linktest_report
 
 EPILOG_REPORT = '''\
 RUN is a run directory (results/<site>/<run-id>), <site>/<run-id>, a run id, <site>/latest
@@ -186,7 +185,8 @@ def main(argv=None):
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    try:
+
+    def dispatch():
         if args.command == 'preflight':
             from . import preflight
             return preflight.run(root=args.root, interfaces=args.interface,
@@ -210,19 +210,9 @@ def main(argv=None):
                                               args.tolerance, args.output, args.results)
             return report.report_command(args.run, args.output, formats, args.preflight,
                                          args.results, args.site)
-    except UsageError as err:
-        print(f'cobalt-bench {args.command}: {err}', file=sys.stderr)
         return 2
-    except CannotRun as err:
-        print(f'cobalt-bench {args.command}: {err}', file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `cobalt-bench ... | head`: not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    return 2
+
+    return exit_status(f'cobalt-bench {args.command}', dispatch)
 
 
 if __name__ == '__main__':

@@ -24,7 +24,7 @@ import textwrap
 import zipfile
 import zlib
 
-from . import CannotRun, UsageError, __version__, paths
+from . import CannotRun, UsageError, __version__, exit_status, paths
 from .atomic import atomic_file
 
 PROG = 'cb-linktest-report'
@@ -1012,19 +1012,8 @@ def main(argv=None):
                     version=f'{PROG} (cobalt-bench) {__version__}')
     add_arguments(ap)
     args = ap.parse_args(argv)
-    try:
-        return run(args, reexec_module=None if argv is not None else 'cobalt_bench.linktest_report')
-    except UsageError as err:
-        ap.error(str(err))
-    except CannotRun as err:
-        print(f'{PROG}: {err}', file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        # `cb-linktest-report ... | head`: not an error of ours.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    reexec = None if argv is not None else 'cobalt_bench.linktest_report'
+    return exit_status(PROG, lambda: run(args, reexec_module=reexec), usage_error=ap.error)
 
 
 if __name__ == '__main__':

@@ -305,21 +305,27 @@ def _looks_like_check(value):
         for v in value.values())
 
 
+def _read_yaml(path, cannot_read):
+    '''The YAML document of a site file (None when empty); ReferenceError naming the file
+    when it cannot be read (`cannot_read`: how the message says so) or is not YAML.'''
+    try:
+        import yaml
+    except ImportError:                 # pragma: no cover
+        raise CannotRun(f'PyYAML is needed to read {os.path.basename(path)} (pip install PyYAML)')
+    try:
+        with open(path, encoding='utf-8') as fp:
+            return yaml.safe_load(fp)
+    except OSError as err:
+        raise ReferenceError(f'{path}: {cannot_read}: {err.strerror}')
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
+        raise ReferenceError(f'{path}: not valid YAML: {str(err).splitlines()[0]}')
+
+
 def load_references(path, systems=None, partitions=None, checks=None):
     '''References of `path`, validated against the site's systems and partition full names
     (when given) and the suite's checks (known_checks()); ReferenceError naming the file
     and entry otherwise.'''
-    try:
-        import yaml
-    except ImportError:                 # pragma: no cover
-        raise CannotRun('PyYAML is needed to read references.yaml (pip install PyYAML)')
-    try:
-        with open(path, encoding='utf-8') as fp:
-            raw = yaml.safe_load(fp)
-    except OSError as err:
-        raise ReferenceError(f'{path}: cannot read the references: {err.strerror}')
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
-        raise ReferenceError(f'{path}: not valid YAML: {str(err).splitlines()[0]}')
+    raw = _read_yaml(path, 'cannot read the references')
     if raw is None:
         raise ReferenceError(f'{path}: the references file is empty: it judges nothing '
                              '(it maps each check to its partitions and metrics)')
@@ -428,14 +434,7 @@ def load_compliance(path, references, checks=None):
         return Compliance(path='', demonstration=(
             f'the site has no {COMPLIANCE}: its references are not a compliance '
             'definition'))
-    import yaml
-    try:
-        with open(path, encoding='utf-8') as fp:
-            raw = yaml.safe_load(fp)
-    except OSError as err:
-        raise ReferenceError(f'{path}: cannot read: {err.strerror}')
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as err:
-        raise ReferenceError(f'{path}: not valid YAML: {str(err).splitlines()[0]}')
+    raw = _read_yaml(path, 'cannot read')
     if not isinstance(raw, dict):
         what = 'an empty file' if raw is None else f'a {type(raw).__name__}'
         raise ReferenceError(f'{path}: expected a mapping (title, demonstration, required, '
