@@ -470,6 +470,10 @@ def spack_osu(spack_site, release):
             *[a for m in spack_site.osu_module(release).split() for a in ('-m', m)]]
 
 
+# Judged by the site's references (OSU latencies on a shared 2-core machine). Seen once in
+# CI: OSU 7.0.1's osu_bibw itself segfaulting (rank 0, address 0) under Open MPI over TCP;
+# Slurm's KillOnBadExit ends the step at once, and the one rerun covers it too.
+@pytest.mark.measures
 @pytest.mark.parametrize('release', osu_releases())
 def test_local_slurm_runs_osu(release, tmp_path, slurm_cluster, spack_site):
     binaries = spack_site.osu_binaries(release)
