@@ -209,21 +209,33 @@ DEFINE_TRANSPOSE(tr32, uint32_t)
 DEFINE_TRANSPOSE(tr64, uint64_t)
 DEFINE_TRANSPOSE(tr128, u128)
 
-/* The 64-bit kernels: bands of 16 source rows (8 where rows % 16 == 8), walked 8
- * columns at a time. Each step turns two 8x8 tiles in registers and writes each of
- * the 8 destination rows' 128 bytes (two whole, aligned lines) back to back with
- * streaming stores. Why this order (measured on AMD Zen 3, bench/mem-test):
- * - a source row is read sequentially across the band (16 read streams, which the
- *   hardware prefetcher follows, helped by a software prefetch two steps ahead);
- * - the streaming stores of one destination run are consecutive, so each line's
- *   write-combining buffer fills and leaves at once; interleaving the 8 rows line by
- *   line, or turning one 8-row strip at a time (8 scattered lines per step), halves
- *   the speed: loads whose address matches a pending streaming store modulo 4 KiB
- *   wait for it to reach memory, and scattered stores keep more of them pending.
+/* The 64-bit kernels: bands of 64 source rows (fewer where rows % 64 != 0), walked
+ * 8 columns at a time. Each step turns the band's eight 8x8 tiles in registers and
+ * writes each of the 8 destination rows' 512 bytes (eight whole, aligned lines) back
+ * to back with streaming stores. Why this shape (measured on AMD Zen 3 with a
+ * harness over mem-test's two block shapes, 128 and 1024 packets of 9000 bytes):
+ * - the stores of one destination run are consecutive, so each line's write-combining
+ *   buffer fills and leaves at once, and DRAM sees 512-byte runs: with 1024-packet
+ *   blocks a destination row is 8 KiB long, so the 128-byte runs of 16-row bands were
+ *   each a DRAM page of their own; 64-row bands took that block from 0.56 to 0.73 x
+ *   the copy's speed (the 128-packet block stays at ~0.87);
+ * - each source row is read sequentially across the band (64 read streams) with a
+ *   software prefetch 12 steps (768 bytes) ahead: the hardware prefetcher does not
+ *   follow that many streams, and 2 steps ahead left the loads waiting on DRAM;
+ * - interleaving the 8 destination rows line by line instead halves the speed: loads
+ *   whose address matches a pending streaming store modulo 4 KiB wait for it to reach
+ *   memory, and scattered stores keep more of them pending.
  * Needs rows % 8 == 0 and a 64-byte aligned dst (whole, aligned output lines); the
  * last cols % 8 columns go to the portable tile loop. */
-#define BAND 16
-#define PREFETCH_STEPS 2
+#define BAND_TILES 8
+#define PREFETCH_STEPS 12
+
+/* 8x8 tiles in the band starting at row rb */
+static inline int band_tiles(size_t rows, size_t rb)
+{
+    size_t left = (rows - rb) / 8;
+    return left < BAND_TILES ? (int)left : BAND_TILES;
+}
 
 /* The portable 8x8 kernel, written with GNU C vector extensions (gcc, clang): rows
  * of 8 elements in, columns out, in three rounds of two-input shuffles. The AVX-512
@@ -262,24 +274,22 @@ typedef uint64_t mt_v8 __attribute__((vector_size(64)));
     ATTR static void name(uint64_t *d, const uint64_t *s, size_t rows, size_t cols) \
     {                                                                              \
         size_t cfull = cols & ~(size_t)7;                                          \
-        for (size_t rb = 0; rb < rows; rb += BAND) {                               \
-            int nt = rows - rb >= BAND ? 2 : 1; /* 8x8 tiles per step */           \
+        for (size_t rb = 0; rb < rows; rb += 8 * BAND_TILES) {                     \
+            int nt = band_tiles(rows, rb);                                         \
             const uint64_t *sb = s + rb * cols;                                    \
             for (size_t c = 0; c < cfull; c += 8) {                                \
-                mt_v8 a[2][8];                                                     \
+                mt_v8 a[BAND_TILES][8];                                            \
                 for (int k = 0; k < 8 * nt; k++) {                                 \
                     const uint64_t *sr = sb + (size_t)k * cols + c;                \
                     __builtin_prefetch(sr + 8 * PREFETCH_STEPS);                   \
                     memcpy(&a[k / 8][k % 8], sr, 64);                              \
                 }                                                                  \
-                TR8x8_V(a[0]);                                                     \
-                if (nt == 2)                                                       \
-                    TR8x8_V(a[1]);                                                 \
+                for (int t = 0; t < nt; t++)                                       \
+                    TR8x8_V(a[t]);                                                 \
                 for (int j = 0; j < 8; j++) {                                      \
                     uint64_t *dl = d + (c + (size_t)j) * rows + rb;                \
-                    STORE(dl, a[0][j]);                                            \
-                    if (nt == 2)                                                   \
-                        STORE(dl + 8, a[1][j]);                                    \
+                    for (int t = 0; t < nt; t++)                                   \
+                        STORE(dl + 8 * t, a[t][j]);                                \
                 }                                                                  \
             }                                                                      \
         }                                                                          \
@@ -329,21 +339,18 @@ __attribute__((target("avx2"))) static void tr64_avx2(uint64_t *d, const uint64_
                                                       size_t rows, size_t cols)
 {
     size_t cfull = cols & ~(size_t)7;
-    for (size_t rb = 0; rb < rows; rb += BAND) {
-        int nt = rows - rb >= BAND ? 2 : 1;
+    for (size_t rb = 0; rb < rows; rb += 8 * BAND_TILES) {
+        int nt = band_tiles(rows, rb);
         const uint64_t *sb = s + rb * cols;
         for (size_t c = 0; c < cfull; c += 8) {
-            __m256i o[2][16];
-            tile8_avx2(sb + c, cols, o[0]);
-            if (nt == 2)
-                tile8_avx2(sb + 8 * cols + c, cols, o[1]);
+            __m256i o[BAND_TILES][16];
+            for (int t = 0; t < nt; t++)
+                tile8_avx2(sb + (size_t)t * 8 * cols + c, cols, o[t]);
             for (int j = 0; j < 8; j++) {
                 __m256i *dl = (__m256i *)(d + (c + (size_t)j) * rows + rb);
-                _mm256_stream_si256(dl, o[0][2 * j]);
-                _mm256_stream_si256(dl + 1, o[0][2 * j + 1]);
-                if (nt == 2) {
-                    _mm256_stream_si256(dl + 2, o[1][2 * j]);
-                    _mm256_stream_si256(dl + 3, o[1][2 * j + 1]);
+                for (int t = 0; t < nt; t++) {
+                    _mm256_stream_si256(dl + 2 * t, o[t][2 * j]);
+                    _mm256_stream_si256(dl + 2 * t + 1, o[t][2 * j + 1]);
                 }
             }
         }

@@ -175,7 +175,9 @@ static void test_kernel_levels(void)
         CHECK(strcmp(mt_isa(), names[k]) == 0);
         test_transpose_shape(128, 1125, 8);
         test_transpose_shape(1024, 1125, 8);
-        test_transpose_shape(24, 16, 8);   /* a band of 16 rows, then one of 8 */
+        test_transpose_shape(24, 16, 8);   /* one band of 3 tiles (fewer than 64 rows) */
+        test_transpose_shape(72, 19, 8);   /* a full band of 64 rows, then one of 8 */
+        test_transpose_shape(200, 1125, 8); /* 3 full bands, then one of 8 rows */
         test_transpose_shape(8, 8, 8);
         test_transpose_shape(16, 3, 8);    /* fewer columns than a tile */
         const size_t rows = 1024, cols = 1125, n = rows * cols;
