@@ -90,33 +90,42 @@ void lt_unmute_stderr(int saved)
 }
 
 /* CB_LINKTEST_DELAY=I-J:USEC[,K-L:USEC...] (slow links) and CB_LINKTEST_CORRUPT=R[:K] (a
- * corrupted transfer): faults the tests inject into a real run. */
+ * corrupted transfer): faults the tests inject into a real run. Every rank reads the same
+ * environment; a bad value is said once, by rank 0, and all ranks end together (exit 2):
+ * ranks that each printed and exited at once raced mpirun's abort of the job, which could
+ * drop every copy of the message (seen in CI). */
 static void read_fault_env(lt_run *run)
 {
+    char why[512] = "";
     const char *d = getenv("CB_LINKTEST_DELAY");
-    for (const char *p = d && *d ? d : NULL; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    for (const char *p = d && *d ? d : NULL; p && !why[0]; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
         int a, b, used = 0;
         double us;
         if (sscanf(p, "%d-%d:%lf%n", &a, &b, &us, &used) != 3 || (p[used] && p[used] != ',') || a < 0 || b < 0 ||
-            a >= run->size || b >= run->size || a == b || us <= 0 || run->ndelay == LT_MAX_DELAYS)
-            cb_usage_error("CB_LINKTEST_DELAY='%s': expected I-J:USEC (up to %d, comma-separated), two different "
-                           "ranks below %d", d, LT_MAX_DELAYS, run->size);
+            a >= run->size || b >= run->size || a == b || us <= 0 || run->ndelay == LT_MAX_DELAYS) {
+            snprintf(why, sizeof why, "CB_LINKTEST_DELAY='%s': expected I-J:USEC (up to %d, comma-separated), "
+                     "two different ranks below %d", d, LT_MAX_DELAYS, run->size);
+            break;
+        }
         run->delay_a[run->ndelay] = a;
         run->delay_b[run->ndelay] = b;
         run->delay_us[run->ndelay++] = us;
     }
     const char *c = getenv("CB_LINKTEST_CORRUPT");
-    if (c && *c) {
-        int r, used = 0;
+    if (c && *c && !why[0]) {
+        int r = -1, used = 0;
         long k = 0;
         int got = sscanf(c, "%d%n:%ld%n", &r, &used, &k, &used);
-        if (got < 1 || c[used] || r < 0 || r >= run->size || (got == 2 && (k < 1 || k > run->cfg->nmsg)))
-            cb_usage_error("CB_LINKTEST_CORRUPT='%s': expected R or R:K, a rank below %d and a timed message "
-                           "1..%ld", c, run->size, run->cfg->nmsg);
-        run->corrupt_rank = r;
-        run->corrupt_msg = got == 2 ? k : run->cfg->nmsg;
-        run->corrupt_pending = run->rank == r;
+        if (got < 1 || c[used] || r < 0 || r >= run->size || (got == 2 && (k < 1 || k > run->cfg->nmsg))) {
+            snprintf(why, sizeof why, "CB_LINKTEST_CORRUPT='%s': expected R or R:K, a rank below %d and a timed "
+                     "message 1..%ld", c, run->size, run->cfg->nmsg);
+        } else {
+            run->corrupt_rank = r;
+            run->corrupt_msg = got == 2 ? k : run->cfg->nmsg;
+            run->corrupt_pending = run->rank == r;
+        }
     }
+    lt_all_ok_or_exit(run, !why[0], CB_EXIT_USAGE, why);
 }
 
 /* Whether MPI takes GPU memory (Open MPI's extension; other MPIs: assumed not, and the
@@ -165,9 +174,7 @@ int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
         MPI_Finalize();
         return CB_EXIT_USAGE;
     }
-    int saved = run->rank != 0 ? lt_mute_stderr() : -1;
     read_fault_env(run);
-    lt_unmute_stderr(saved);
     cb_iso8601_now(run->started, sizeof run->started);
     run->t0_ns = cb_now_ns();
     return 0;
