@@ -98,7 +98,7 @@ static void read_fault_env(lt_run *run)
 {
     char why[512] = "";
     const char *d = getenv("CB_LINKTEST_DELAY");
-    for (const char *p = d && *d ? d : NULL; p && !why[0]; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    for (const char *p = d && *d ? d : NULL; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
         int a, b, used = 0;
         double us;
         if (sscanf(p, "%d-%d:%lf%n", &a, &b, &us, &used) != 3 || (p[used] && p[used] != ',') || a < 0 || b < 0 ||
