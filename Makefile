@@ -104,8 +104,12 @@ $(BUILD)/%.o: src/%.c $(wildcard src/common/*.h) VERSION
 	$(CC) $(CFLAGS) -c -o $@ $<
 $(TOPO_OBJ): CFLAGS += $(HWLOC_CFLAGS)
 
-$(COMMON_LIB): $(COMMON_OBJ)
-	$(AR) rcs $@ $^
+# Made afresh, and again when src/common's list of files changes (the directory's time):
+# `ar r` into the old archive would keep the object of a file since renamed or removed,
+# a second definition of its functions.
+$(COMMON_LIB): $(COMMON_OBJ) src/common
+	rm -f $@
+	$(AR) rcs $@ $(COMMON_OBJ)
 
 $(BUILD)/tests/test_common: tests/c/test_common.c tests/c/cb_test.h $(COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -162,7 +166,8 @@ install: all
 	for f in modulefiles/cobalt-bench/*.lua; do \
 		sed 's|@PREFIX@|$(abspath $(PREFIX))|' $$f > $(PREFIX)/$$f.tmp && \
 		chmod 644 $(PREFIX)/$$f.tmp && mv $(PREFIX)/$$f.tmp $(PREFIX)/$$f; done
-	cp -R jobs reframe_checks site-configs $(SHARE)/
+	# -L: jobs/lib/osu-search-dirs is a link to the package's one list; the copy is a file.
+	cp -RL jobs reframe_checks site-configs $(SHARE)/
 	find $(SHARE) -name __pycache__ -prune -exec rm -rf {} +
 	install -m 644 VERSION README.md $(SHARE)/
 	@echo "installed cobalt-bench $(VERSION) in $(PREFIX); use: module use $(PREFIX)/modulefiles && module load cobalt-bench"
@@ -198,7 +203,7 @@ run: all
 # ---- the local cluster's arm partition (docs/arm.md) ----------------------------
 # The arm64 root (built once, cached outside the checkout; needs root, qemu-user-static and
 # mmdebstrap), and the aarch64 kernels and C unit tests (common, mem-test) built against it
-# (bin/aarch64; tests/test_arm.py runs them there); OSU for aarch64 into the root, for the
+# (bin/aarch64; tests/integration/arm/test_arm.py runs them there); OSU for aarch64 into the root, for the
 # ARM OSU jobs (from the offline third-party sources, where they are).
 .PHONY: arm arm-kernels
 arm:

@@ -30,13 +30,13 @@
 # tool that is not found skips its check with the reason (so on a site without Dolphin
 # hardware or software they are all skipped). `-S run_on=...` overrides the partition's.
 # The bases (placement, the generated script): cobalt_bench.reframe.dolphin; the outputs'
-# parsers and verdicts: cobalt_bench.parsers.dolphin.
+# parsers and verdicts: cobalt_bench.tools.dolphin.
 
 import reframe as rfm
 from reframe.core.builtins import performance_function, sanity_function
 from reframe.core.exceptions import SanityError
 
-from cobalt_bench.parsers import dolphin
+from cobalt_bench.tools import dolphin
 from cobalt_bench.reframe import DolphinAllNodes, DolphinPair
 
 

@@ -28,14 +28,6 @@ class GpuCopy(KernelJsonTest):
     exclusive_access = True
     whole_node = True     # one task with every CPU: gpu-copy binds one thread per GPU
     tags = {'gpu', 'pcie', 'compliance'}
-    metric_units = {
-        'total_write_speed': 'Gbit/s',
-        'total_read_speed': 'Gbit/s',
-        'theoretical_link_speed': 'Gbit/s',
-        'gpus': 'GPUs',
-        'degraded_links': 'links',
-        'verification_errors': 'errors',
-    }
 
     @run_after('setup')
     def use_all_gpus(self):

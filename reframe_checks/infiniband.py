@@ -7,7 +7,7 @@
 # knows its nodes), else every port in /sys/class/infiniband of the machine ReFrame runs on
 # (the machine under test, for the cobalt2 site). Fewer than two devices: skipped, saying so.
 # Each port sends once, to a port of another device (on another PCI card where sysfs
-# tells), see cobalt_bench.parsers.ib_ports; the script ib-write-bw-ports
+# tells), see cobalt_bench.tools.ib_ports; the script ib-write-bw-ports
 # (cobalt_bench/reframe/scripts/) runs the pairs one after the other.
 #
 # Site settings (extras): ib_ports; ib_write_bw_opts (more ib_write_bw options for both

@@ -26,17 +26,9 @@ class CbLinkTest(KernelJsonTest):
     descr = 'cb-linktest: all-pairs MPI link test'
     valid_systems = ['+mpi']
     kernel = 'cb-linktest'
-    opts_extra = 'linktest_opts'     # not cb_linktest_opts: the sites' name for it
     matrix_file = 'cb-linktest.npz'
     exclusive_access = True
     tags = {'network', 'mpi', 'linktest'}
-    metric_units = {
-        'min_bandwidth': 'Gbit/s',
-        'max_time': 'us',
-        'avg_bandwidth': 'Gbit/s',
-        'pairs_tested': 'pairs',
-        'pairs_expected': 'pairs',
-    }
 
     @run_after('setup')
     def set_tasks_and_matrix(self):

@@ -18,14 +18,3 @@ class MemTest(KernelJsonTest):
     exclusive_access = True
     whole_node = True     # one task with every CPU: the kernel places its own threads
     tags = {'memory', 'compliance'}
-    metric_units = {
-        'measured_speed': 'Gbit/s',
-        'percent_of_desired': '%',
-        'average_late': '%',
-        'desired_speed': 'Gbit/s',
-        'write_speed': 'Gbit/s',
-        'read_speed': 'Gbit/s',
-        'copy_speed': 'Gbit/s',
-        'transpose_speed': 'Gbit/s',
-        'verification_errors': 'errors',
-    }

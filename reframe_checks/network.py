@@ -44,19 +44,6 @@ class EthTest(KernelJsonTest):
     kernel = 'eth-test-receive'
     exclusive_access = True
     tags = {'network', 'compliance'}
-    metric_units = {
-        'total_speed': 'Gbit/s',
-        'average_loss': '%',
-        'sent_packets': 'packets',
-        'received_packets': 'packets',
-        'lost_packets': 'packets',
-        'duplicate_packets': 'packets',
-        'reordered_packets': 'packets',
-        'foreign_datagrams': 'datagrams',
-        'malformed_datagrams': 'datagrams',
-        'rejected_datagrams': 'datagrams',
-        'verification_errors': 'errors',
-    }
 
     @run_after('init')
     def partitions_listing_the_interface(self):

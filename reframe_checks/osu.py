@@ -3,7 +3,7 @@
 # osu_alltoall; 4 tasks by default, as the SJTU document runs broadcast).
 #
 # Where OSU comes from, and how its output is read: cobalt_bench.reframe.osu (the base
-# class, OsuBenchmark) and cobalt_bench.parsers.osu. Found nowhere: skipped, saying so.
+# class, OsuBenchmark) and cobalt_bench.tools.osu. Found nowhere: skipped, saying so.
 #
 # Site settings (the partition's `extras`, cobalt_bench.reframe.settings; the checks never
 # name a site):
@@ -11,7 +11,7 @@
 #   osu_opts              options for every OSU benchmark, e.g. '-i 1000 -x 100'
 #                         (default none: OSU's own, as the document runs them)
 #   osu_sizes             message sizes to report (default: every size OSU measures by
-#                         default; see cobalt_bench.parsers.osu.DEFAULT_SIZES)
+#                         default; see cobalt_bench.tools.osu.DEFAULT_SIZES)
 #   osu_collective_tasks, osu_collective_tasks_per_node   (default 4 and 1)
 #   osu_path              where an OSU build is, if not on PATH
 #   osu_env_vars          environment variables for the OSU runs, e.g. MPI tuning

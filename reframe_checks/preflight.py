@@ -27,10 +27,3 @@ class Preflight(KernelJsonTest):
     executable = 'cobalt-bench preflight'
     python_command = True
     tags = {'preflight', 'compliance'}
-    metric_units = {
-        'required_failed': 'settings',
-        'required_unknown': 'settings',
-        'settings_failed': 'settings',
-        'settings_unknown': 'settings',
-        'settings_passed': 'settings',
-    }

@@ -18,7 +18,7 @@
 import reframe as rfm
 from reframe.core.builtins import run_after
 
-from cobalt_bench.parsers import ib_ports
+from cobalt_bench.tools import ib_ports
 from cobalt_bench.reframe import KernelJsonTest
 
 #: The preload that makes libibumad talk to ibsim (Debian: ibsim-utils).
@@ -33,18 +33,6 @@ class SmpMadStress(KernelJsonTest):
     kernel = 'smp-mad-stress'
     exclusive_access = True
     tags = {'infiniband', 'subnet-management'}
-    metric_units = {
-        'mad_rate': 'MAD/s',
-        'latency_avg': 'us',
-        'latency_p99': 'us',
-        'mads_sent': 'MADs',
-        'mads_answered': 'MADs',
-        'timeouts': 'MADs',
-        'retries': 'MADs',
-        'drops': 'MADs',
-        'status_errors': 'MADs',
-        'verification_errors': 'errors',
-    }
 
     @run_after('setup')
     def fabric_and_workload(self):

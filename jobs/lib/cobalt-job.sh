@@ -149,7 +149,7 @@ cb_judge() {
 }
 
 # Makes `python3 -m MODULE` work for MODULE of this tree's Python package cobalt_bench
-# (e.g. cobalt_bench.parsers.dolphin, the Dolphin jobs' verdicts): the module put the
+# (e.g. cobalt_bench.tools.dolphin, the Dolphin jobs' verdicts): the module put the
 # package on PYTHONPATH; without a module command, this tree's own (a checkout's python/,
 # an install tree's lib/cobalt-bench/python/) goes on PYTHONPATH. Status 3, saying so,
 # when python3 cannot import it.

@@ -24,11 +24,9 @@
 # Exit code: the launcher's (0: OSU ran and printed its table); 1 if OSU exited 0 without
 # a table; 3 when it cannot run (no OSU, a module that does not load, not in a job).
 
-# Subdirectories of an OSU tree that hold the MPI benchmarks: install prefix (5.x and
-# 7.x), 5.x build tree, 7.x build tree; and the directory itself.
-_OSU_SUBDIRS=". libexec/osu-micro-benchmarks/mpi/pt2pt
-libexec/osu-micro-benchmarks/mpi/collective mpi/pt2pt mpi/collective
-c/mpi/pt2pt/standard c/mpi/collective/blocking"
+# Subdirectories of an OSU tree that hold the MPI benchmarks (install prefix, build tree,
+# the directory itself): the package's one list, python/cobalt_bench/data/osu-search-dirs.
+_OSU_SUBDIRS=$(grep -v '^#' "$(dirname "${BASH_SOURCE[0]}")/osu-search-dirs")
 
 _osu_say() { echo "${_osu_me:-osu}: $*"; }
 
@@ -57,7 +55,7 @@ _osu_load_osu_modules() {
 }
 
 # The path of OSU benchmark $1: under COBALT_OSU_PATH when set (an explicit choice), else
-# on PATH (where modules put it). The same order as the ReFrame checks (cobalt_bench.parsers.osu_install).
+# on PATH (where modules put it). The same order as the ReFrame checks (cobalt_bench.tools.osu_install).
 _osu_find() {
     local bench=$1 root sub path
     local -a roots

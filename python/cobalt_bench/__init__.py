@@ -1,45 +1,22 @@
-'''cobalt-bench's Python side: the `cobalt-bench` command (report, preflight, runs,
-linktest-report), the results store, the report and its plots, the parsers of
-third-party benchmark output (cobalt_bench.parsers) and the ReFrame base classes and site
-helpers (cobalt_bench.reframe).
+'''cobalt-bench's Python side, in layers that import only downward (docs/architecture.md):
 
-Where the tree is (checkout or install, bin/, results/, VERSION): cobalt_bench.paths, the
-one place that knows.
+  errors, paths, fileio, netns   the bottom: errors, where the tree is, atomic files
+  tools/      third-party benchmarks' output parsers and install locators (OSU, perftest,
+              Dolphin, InfiniBand ports)
+  kernels/    one descriptor per kernel: name, family, options setting, metrics, the checks
+              its JSON document must pass, plots, hints
+  store/      the results model (Result, Metric, Case, Run), where runs live, the readers
+              of ReFrame reports, perflogs and kernel documents
+  site/       a site: references.yaml, compliance.yaml, the site loader
+  preflight/  the system settings check and its document
+  judging/    one bounds rule, one sanity rule, judgements and the verdict
+  linktest/   a cb-linktest results file: analysis, figures, text and PDF
+  report/     the compliance report: model, Markdown, HTML, plots, compare
+  reframe/    the ReFrame base classes and site helpers the checks and site configs import
+  cli/        the `cobalt-bench` command: the only code that reads argv, prints and exits
 '''
 
-import os
-import sys
-
 from . import paths
+from .errors import CannotRun, UsageError  # noqa: F401  (the package's API)
 
 __version__ = paths.version()
-
-
-class UsageError(Exception):
-    '''Bad command-line input: exit status 2.'''
-
-
-class CannotRun(Exception):
-    '''The command cannot do its work (missing run, unreadable file): exit status 3.'''
-
-
-def exit_status(prog, call, usage_error=None):
-    '''call()'s exit status, with the package's errors as the contract's exit codes:
-    UsageError 2 (through usage_error(message) when given: argparse's error, which prints
-    the usage line), CannotRun 3, each said on stderr after `prog: `; Ctrl-C 130; a closed
-    output pipe 0 (`... | head` is not an error of ours).'''
-    try:
-        return call()
-    except UsageError as err:
-        if usage_error:
-            usage_error(str(err))
-        print(f'{prog}: {err}', file=sys.stderr)
-        return 2
-    except CannotRun as err:
-        print(f'{prog}: {err}', file=sys.stderr)
-        return 3
-    except KeyboardInterrupt:
-        return 130
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0

@@ -1,6 +1,6 @@
 '''A private network on this machine: two network namespaces joined by a veth pair, for
 running eth-test-send and eth-test-receive across a real (virtual) link. Used by
-bench/eth-test and by tests/test_eth_test.py, so it lives in the package and both import it
+bench/eth-test and by tests/kernels/eth_test/test_eth_test.py, so it lives in the package and both import it
 by name (`from cobalt_bench.netns import VethPair`).
 
     with VethPair() as net:

@@ -64,8 +64,13 @@ def data_dir(tree=None):
     return share if os.path.isfile(os.path.join(share, 'VERSION')) else tree
 
 
+#: A copy of the package with neither a tree nor a distribution's metadata (PEP 440: a
+#: local version, sorted before every release).
+UNKNOWN_VERSION = '0+unknown'
+
+
 def version():
-    '''The tree's VERSION; else the installed distribution's version; else "unknown".'''
+    '''The tree's VERSION; else the installed distribution's version; else UNKNOWN_VERSION.'''
     data = data_dir()
     if data:
         try:
@@ -81,13 +86,24 @@ def version():
             pass
     except ImportError:
         pass
-    return 'unknown'
+    return UNKNOWN_VERSION
 
 
-def results_dir():
-    '''The tree's results/ (where the site configurations put runs), or None.'''
+def results_dir(explicit=None):
+    '''The results store, one rule for the runs written (the site configurations,
+    cobalt_bench.reframe.site) and the runs read (`cobalt-bench report`, `runs`): the
+    directory named (--results), else $COBALT_BENCH_RESULTS, else the tree's results/
+    where it is writable (or can be made: a checkout), else ./results (an install tree
+    is usually not writable: its runs go where the user is, and are read from there).'''
+    for base in (explicit, os.environ.get('COBALT_BENCH_RESULTS')):
+        if base:
+            return os.path.abspath(base)
     tree = root()
-    return os.path.join(tree, 'results') if tree else None
+    if tree:
+        own = os.path.join(tree, 'results')
+        if os.access(own if os.path.isdir(own) else tree, os.W_OK):
+            return own
+    return os.path.abspath('results')
 
 
 def venv_python():

@@ -5,6 +5,7 @@
  * not CUDA-aware. */
 #include "linktest.h"
 #include "npz.h"
+#include "../common/cb_hash.h"
 
 #include <mpi.h>
 #include <stdlib.h>
@@ -22,10 +23,10 @@ static size_t round_up(size_t n, size_t to)
 }
 
 /* One host buffer of bytes (a multiple of the page size, see buffers_set_up). */
-void *lt_host_alloc(lt_run *run, size_t bytes)
+void *lt_host_alloc(lt_buffers *b, size_t bytes)
 {
     void *p = NULL;
-    int a = run->cfg->allocator;
+    int a = b->allocator;
     int huge = a == LT_ALLOC_HUGE || (a == LT_ALLOC_DEFAULT && bytes >= HUGE_PAGE);
     switch (a) {
     case LT_ALLOC_ALIGNED:
@@ -36,7 +37,7 @@ void *lt_host_alloc(lt_run *run, size_t bytes)
             return NULL;
         /* pinned: the pages stay resident (RLIMIT_MEMLOCK may refuse; reported, not fatal) */
         if (mlock(p, bytes) != 0)
-            run->mlocked = 0;
+            b->mlocked = 0;
         return p;
     default:
         /* Large buffers 2 MiB aligned and asked to be backed by transparent huge pages
@@ -53,36 +54,36 @@ void *lt_host_alloc(lt_run *run, size_t bytes)
     }
 }
 
-void lt_host_free(const lt_run *run, void *p, size_t bytes)
+void lt_host_free(const lt_buffers *b, void *p, size_t bytes)
 {
     if (!p)
         return;
-    if (run->cfg->allocator == LT_ALLOC_PINNED_MMAP)
+    if (b->allocator == LT_ALLOC_PINNED_MMAP)
         munmap(p, bytes);
     else
         free(p);
 }
 
-const char *lt_alloc_descr(const lt_run *run)
+const char *lt_alloc_descr(const lt_buffers *b)
 {
     static char buf[200];
-    switch (run->cfg->allocator) {
+    switch (b->allocator) {
     case LT_ALLOC_ALIGNED:
         return "aligned-memory_allocator (aligned_alloc, 4 KiB aligned)";
     case LT_ALLOC_PINNED_MMAP:
         snprintf(buf, sizeof buf, "pinned-memory-map_allocator (mmap, %s)",
-                 run->mlocked ? "locked in memory by mlock" : "mlock refused (RLIMIT_MEMLOCK): not locked");
+                 b->mlocked ? "locked in memory by mlock" : "mlock refused (RLIMIT_MEMLOCK): not locked");
         return buf;
     case LT_ALLOC_POSIX:
         return "POSIX_aligned-memory_allocator (posix_memalign, 4 KiB aligned, no huge pages)";
     case LT_ALLOC_HUGE:
         return "huge-pages (posix_memalign, 2 MiB aligned, transparent huge pages asked by madvise)";
     case LT_ALLOC_CUDA:
-        snprintf(buf, sizeof buf, "CUDA_memory_allocator (cudaMalloc on GPU %d of %d, %s)", run->gpu_device,
-                 run->gpu_count, run->gpu_name);
+        snprintf(buf, sizeof buf, "CUDA_memory_allocator (cudaMalloc on GPU %d of %d, %s)", b->gpu_device,
+                 b->gpu_count, b->gpu_name);
         return buf;
     default:
-        return run->buf_bytes * (size_t)run->nbuf >= HUGE_PAGE /* a ring is one allocation */
+        return b->buf_bytes * (size_t)b->nbuf >= HUGE_PAGE /* a ring is one allocation */
                    ? "DEFAULT (posix_memalign, 2 MiB aligned, transparent huge pages asked by madvise)"
                    : "DEFAULT (posix_memalign, 4 KiB aligned; huge pages from 2 MiB rings)";
     }
@@ -104,7 +105,7 @@ static int ring_size(const lt_config *cfg)
 
 /* --use-gpu-memory: the GPU local to this rank (local rank modulo the GPUs visible), and
  * how MPI reaches its memory. Exits 3 on every rank when some rank has no GPU. */
-static void gpu_set_up(lt_run *run)
+static void gpu_set_up(lt_buffers *b, const lt_world *w)
 {
     MPI_Comm local;
     int lrank = 0;
@@ -113,15 +114,15 @@ static void gpu_set_up(lt_run *run)
     MPI_Comm_rank(local, &lrank);
     MPI_Comm_free(&local);
     char why[256] = "", me[LT_HOST_LEN] = "";
-    int ok = lt_gpu_select(lrank, &run->gpu_device, &run->gpu_count, run->gpu_name, sizeof run->gpu_name, why,
+    int ok = lt_gpu_select(lrank, &b->gpu_device, &b->gpu_count, b->gpu_name, sizeof b->gpu_name, why,
                            sizeof why) == 0;
-    int mine[2] = {ok ? run->size : run->rank, !ok}, first[2];
+    int mine[2] = {ok ? w->size : w->rank, !ok}, first[2];
     lt_mpi_check(MPI_Allreduce(&mine[0], &first[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
     lt_mpi_check(MPI_Allreduce(&mine[1], &first[1], 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
-    if (first[0] < run->size) { /* the first rank without a GPU says why, for all */
-        if (run->rank == first[0]) {
+    if (first[0] < w->size) { /* the first rank without a GPU says why, for all */
+        if (w->rank == first[0]) {
             cb_hostname(me, sizeof me);
-            fprintf(stderr, "cb-linktest: --use-gpu-memory: rank %d on %s: %s%s\n", run->rank, me, why,
+            fprintf(stderr, "cb-linktest: --use-gpu-memory: rank %d on %s: %s%s\n", w->rank, me, why,
                     first[1] > 1 ? " (and on other ranks)" : "");
             fflush(stderr);
         }
@@ -129,137 +130,141 @@ static void gpu_set_up(lt_run *run)
         MPI_Finalize();
         exit(CB_EXIT_CANNOT_RUN);
     }
-    run->gpu_mode = lt_mpi_cuda_aware() ? LT_GPU_AWARE : LT_GPU_STAGED;
+    b->gpu_mode = lt_mpi_cuda_aware() ? LT_GPU_AWARE : LT_GPU_STAGED;
+}
+
+/* Whether the rings are on the GPU (--use-gpu-memory, once set up). */
+int lt_on_gpu(const lt_buffers *b)
+{
+    return b->gpu_mode != LT_GPU_NONE;
 }
 
 /* The rings (on the GPU or in host memory), touched: zeros, or --randomize-buffers' bytes. */
-void lt_buffers_set_up(lt_run *run)
+void lt_buffers_set_up(lt_buffers *b, const lt_config *cfg, const lt_world *w)
 {
-    const lt_config *cfg = run->cfg;
-    run->nbuf = ring_size(cfg);
-    run->buf_bytes = round_up(cfg->size, cfg->allocator == LT_ALLOC_HUGE ? HUGE_PAGE : 4096);
-    run->mlocked = cfg->allocator == LT_ALLOC_PINNED_MMAP;
+    b->allocator = cfg->allocator;
+    b->nbuf = ring_size(cfg);
+    b->buf_bytes = round_up(cfg->size, cfg->allocator == LT_ALLOC_HUGE ? HUGE_PAGE : 4096);
+    b->mlocked = cfg->allocator == LT_ALLOC_PINNED_MMAP;
     if (cfg->use_gpu)
-        gpu_set_up(run);
+        gpu_set_up(b, w);
     /* each ring one allocation: buffer i at i x buf_bytes, every one page aligned */
-    size_t ring = run->buf_bytes * (size_t)run->nbuf;
-    run->sring = calloc((size_t)run->nbuf, sizeof(char *));
-    run->rring = calloc((size_t)run->nbuf, sizeof(char *));
-    char *sblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(run, ring);
-    char *rblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(run, ring);
-    int ok = run->sring && run->rring && sblock && rblock;
-    for (int i = 0; ok && i < run->nbuf; i++) {
-        run->sring[i] = sblock + (size_t)i * run->buf_bytes;
-        run->rring[i] = rblock + (size_t)i * run->buf_bytes;
+    size_t ring = b->buf_bytes * (size_t)b->nbuf;
+    b->sring = calloc((size_t)b->nbuf, sizeof(char *));
+    b->rring = calloc((size_t)b->nbuf, sizeof(char *));
+    char *sblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(b, ring);
+    char *rblock = cfg->use_gpu ? lt_gpu_alloc(ring) : lt_host_alloc(b, ring);
+    int ok = b->sring && b->rring && sblock && rblock;
+    for (int i = 0; ok && i < b->nbuf; i++) {
+        b->sring[i] = sblock + (size_t)i * b->buf_bytes;
+        b->rring[i] = rblock + (size_t)i * b->buf_bytes;
     }
     if (ok && cfg->use_gpu) {
-        run->scratch = lt_gpu_host_alloc(run->buf_bytes);
-        ok = run->scratch != NULL;
-        if (ok && run->gpu_mode == LT_GPU_STAGED) {
-            run->stage_s = lt_gpu_host_alloc(run->buf_bytes);
-            run->stage_r = lt_gpu_host_alloc(run->buf_bytes);
-            ok = run->stage_s && run->stage_r;
+        b->scratch = lt_gpu_host_alloc(b->buf_bytes);
+        ok = b->scratch != NULL;
+        if (ok && b->gpu_mode == LT_GPU_STAGED) {
+            b->stage_s = lt_gpu_host_alloc(b->buf_bytes);
+            b->stage_r = lt_gpu_host_alloc(b->buf_bytes);
+            ok = b->stage_s && b->stage_r;
         }
     }
     char msg[200];
     snprintf(msg, sizeof msg, "cannot allocate %d send and %d receive buffers of %zu bytes (%s) on some rank",
-             run->nbuf, run->nbuf, cfg->size, cfg->use_gpu ? "GPU memory" : lt_alloc_names[cfg->allocator]);
-    lt_all_ok_or_exit(run, ok, CB_EXIT_CANNOT_RUN, msg);
-    run->sbuf = run->sring[0];
-    run->rbuf = run->rring[0];
-    for (int i = 0; i < run->nbuf; i++) {
+             b->nbuf, b->nbuf, cfg->size, cfg->use_gpu ? "GPU memory" : lt_alloc_names[cfg->allocator]);
+    lt_all_ok_or_exit(w, ok, CB_EXIT_CANNOT_RUN, msg);
+    for (int i = 0; i < b->nbuf; i++) {
         if (cfg->randomize_buffers) {
-            uint64_t base = cfg->seed_buffers ^ ((uint64_t)(uint32_t)run->rank << 32) ^ ((uint64_t)i << 1);
-            lt_buf_fill(run, run->sring[i], run->buf_bytes, cb_mix64(base));
-            lt_buf_fill(run, run->rring[i], run->buf_bytes, cb_mix64(base ^ 1));
+            uint64_t base = cfg->seed_buffers ^ ((uint64_t)(uint32_t)w->rank << 32) ^ ((uint64_t)i << 1);
+            lt_buf_fill(b, b->sring[i], b->buf_bytes, cb_mix64(base));
+            lt_buf_fill(b, b->rring[i], b->buf_bytes, cb_mix64(base ^ 1));
         } else {
-            lt_buf_zero(run, run->sring[i], run->buf_bytes);
-            lt_buf_zero(run, run->rring[i], run->buf_bytes);
+            lt_buf_zero(b, b->sring[i], b->buf_bytes);
+            lt_buf_zero(b, b->rring[i], b->buf_bytes);
         }
     }
 }
 
-void lt_buffers_free(lt_run *run)
+void lt_buffers_free(lt_buffers *b)
 {
-    size_t ring = run->buf_bytes * (size_t)run->nbuf;
+    size_t ring = b->buf_bytes * (size_t)b->nbuf;
     for (int k = 0; k < 2; k++) {
-        char **r = k ? run->rring : run->sring;
+        char **r = k ? b->rring : b->sring;
         if (!r || !r[0])
             continue;
-        if (run->cfg->use_gpu)
+        if (lt_on_gpu(b))
             lt_gpu_free(r[0]);
         else
-            lt_host_free(run, r[0], ring);
+            lt_host_free(b, r[0], ring);
     }
-    lt_gpu_host_free(run->scratch);
-    lt_gpu_host_free(run->stage_s);
-    lt_gpu_host_free(run->stage_r);
-    free(run->sring);
-    free(run->rring);
+    lt_gpu_host_free(b->scratch);
+    lt_gpu_host_free(b->stage_s);
+    lt_gpu_host_free(b->stage_r);
+    free(b->sring);
+    free(b->rring);
 }
 
 /* ---- contents: on the host directly, on the GPU through the scratch copy ---------------- */
-void lt_buf_fill(lt_run *run, char *buf, size_t n, uint64_t seed)
+void lt_buf_fill(lt_buffers *b, char *buf, size_t n, uint64_t seed)
 {
-    if (!run->cfg->use_gpu) {
+    if (!lt_on_gpu(b)) {
         lt_fill_payload(buf, n, seed);
         return;
     }
-    lt_fill_payload(run->scratch, n, seed);
-    lt_gpu_from_host(buf, run->scratch, n);
+    lt_fill_payload(b->scratch, n, seed);
+    lt_gpu_from_host(buf, b->scratch, n);
 }
 
-void lt_buf_zero(lt_run *run, char *buf, size_t n)
+void lt_buf_zero(lt_buffers *b, char *buf, size_t n)
 {
-    if (run->cfg->use_gpu)
+    if (lt_on_gpu(b))
         lt_gpu_zero(buf, n);
     else
         memset(buf, 0, n);
 }
 
-double lt_buf_check(lt_run *run, const char *buf, size_t n, uint64_t seed)
+double lt_buf_check(lt_buffers *b, const char *buf, size_t n, uint64_t seed)
 {
-    if (run->cfg->use_gpu) {
-        lt_gpu_to_host(run->scratch, buf, n);
-        buf = run->scratch;
+    if (lt_on_gpu(b)) {
+        lt_gpu_to_host(b->scratch, buf, n);
+        buf = b->scratch;
     }
     return lt_check_payload(buf, n, seed);
 }
 
-uint32_t lt_buf_crc(lt_run *run, const char *buf, size_t n)
+uint32_t lt_buf_crc(lt_buffers *b, const char *buf, size_t n)
 {
-    if (run->cfg->use_gpu) {
-        lt_gpu_to_host(run->scratch, buf, n);
-        buf = run->scratch;
+    if (lt_on_gpu(b)) {
+        lt_gpu_to_host(b->scratch, buf, n);
+        buf = b->scratch;
     }
     return lt_crc32(0, buf, n);
 }
 
 /* ---- the MPI calls; GPU buffers staged when the MPI cannot take device pointers -------- */
-void lt_send(lt_run *run, const char *buf, int n, int peer, int tag)
+void lt_send(lt_buffers *b, const char *buf, int n, int peer, int tag)
 {
-    if (run->gpu_mode == LT_GPU_STAGED) {
-        lt_gpu_to_host(run->stage_s, buf, (size_t)n);
-        buf = run->stage_s;
+    if (b->gpu_mode == LT_GPU_STAGED) {
+        lt_gpu_to_host(b->stage_s, buf, (size_t)n);
+        buf = b->stage_s;
     }
     lt_mpi_check(MPI_Send(buf, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD), "MPI_Send");
 }
 
-void lt_recv(lt_run *run, char *buf, int n, int peer, int tag)
+void lt_recv(lt_buffers *b, char *buf, int n, int peer, int tag)
 {
-    char *to = run->gpu_mode == LT_GPU_STAGED ? run->stage_r : buf;
+    char *to = b->gpu_mode == LT_GPU_STAGED ? b->stage_r : buf;
     lt_mpi_check(MPI_Recv(to, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
     if (to != buf)
         lt_gpu_from_host(buf, to, (size_t)n);
 }
 
-void lt_sendrecv(lt_run *run, const char *sb, char *rb, int n, int peer, int tag)
+void lt_sendrecv(lt_buffers *b, const char *sb, char *rb, int n, int peer, int tag)
 {
     char *to = rb;
-    if (run->gpu_mode == LT_GPU_STAGED) {
-        lt_gpu_to_host(run->stage_s, sb, (size_t)n);
-        sb = run->stage_s;
-        to = run->stage_r;
+    if (b->gpu_mode == LT_GPU_STAGED) {
+        lt_gpu_to_host(b->stage_s, sb, (size_t)n);
+        sb = b->stage_s;
+        to = b->stage_r;
     }
     lt_mpi_check(MPI_Sendrecv(sb, n, MPI_BYTE, peer, tag, to, n, MPI_BYTE, peer, tag, MPI_COMM_WORLD,
                               MPI_STATUS_IGNORE), "MPI_Sendrecv");

@@ -33,18 +33,18 @@ int main(int argc, char **argv)
     /* a signal from here stops the test at the next step; the results still come out */
     cb_signals_install();
     lt_set_up(&run);
-    if (run.rank == 0)
+    if (run.world.rank == 0)
         lt_print_settings(&run);
     lt_run_iterations(&run);
     lt_collect(&run);
     if (!cfg.no_output) {
         run.write_failed = lt_write_results(&run) != 0;
-        lt_phase(&run, "write results");
+        lt_phase(&run.mon, &run.world, "write results");
     }
-    if (run.rank == 0)
+    if (run.world.rank == 0)
         rc = lt_report(&run);
-    run.phase_ns = run.t0_ns;
-    lt_phase(&run, "all");
+    run.mon.phase_ns = run.world.t0_ns; /* "all": the whole run */
+    lt_phase(&run.mon, &run.world, "all");
     lt_mpi_check(MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     lt_tear_down(&run);
     return rc;

@@ -4,6 +4,7 @@
  * and --min-runtime; each rank keeps its row of the matrix (each pair's slowest
  * time over the iterations). */
 #include "linktest.h"
+#include "../common/cb_hash.h"
 
 #include <math.h>
 #include <mpi.h>
@@ -15,9 +16,9 @@ enum { TAG_DATA = 1, TAG_ACK, TAG_RESULT, TAG_READY };
 /* ---- payload (--check-buffers) ----------------------------------------------- */
 /* The pattern of timed message msg (0-based) from rank from to rank to in the pair test
  * tag (--randomize-buffers' seed mixed in): every message of a run has its own. */
-uint64_t lt_payload_seed(const lt_run *run, int from, int to, long tag, long msg)
+uint64_t lt_payload_seed(const lt_config *cfg, int from, int to, long tag, long msg)
 {
-    uint64_t salt = run->cfg->randomize_buffers ? cb_mix64(run->cfg->seed_buffers) : 0;
+    uint64_t salt = cfg->randomize_buffers ? cb_mix64(cfg->seed_buffers) : 0;
     return cb_mix64(((uint64_t)(uint32_t)from << 32) ^ (uint64_t)(uint32_t)to ^ ((uint64_t)tag << 48) ^
                     0x6c696e6b74657374ULL ^ cb_mix64((uint64_t)msg) ^ salt);
 }
@@ -50,62 +51,80 @@ double lt_check_payload(const char *buf, size_t n, uint64_t seed)
     return bad;
 }
 
+/* ---- one pair's exchange ------------------------------------------------------ */
+/* What one pair's exchange uses, as this rank sees it. */
+typedef struct pair {
+    const lt_config *cfg;
+    lt_buffers *bufs;
+    lt_faults *faults;
+    int rank, peer;
+    long tag;                /* the pair test's: it seeds the payloads */
+} pair;
+
 /* CB_LINKTEST_DELAY: the lower rank of the slow pair waits before each message. */
-static void slow_link_delay(const lt_run *run, int peer)
+static void slow_link_delay(const pair *p)
 {
-    for (int i = 0; i < run->ndelay; i++)
-        if ((run->rank == run->delay_a[i] && peer == run->delay_b[i]) ||
-            (run->rank == run->delay_b[i] && peer == run->delay_a[i]))
-            cb_sleep_until_ns(cb_now_ns() + (uint64_t)(run->delay_us[i] * 1e3));
+    const lt_faults *f = p->faults;
+    for (int i = 0; i < f->ndelay; i++)
+        if ((p->rank == f->delay_a[i] && p->peer == f->delay_b[i]) ||
+            (p->rank == f->delay_b[i] && p->peer == f->delay_a[i]))
+            cb_sleep_until_ns(cb_now_ns() + (uint64_t)(f->delay_us[i] * 1e3));
 }
 
 /* Whether this rank sends the pair's messages (unidirectional: only the lower rank). */
-static int sends(const lt_run *run, int peer)
+static int sends(const pair *p)
 {
-    return run->cfg->pattern != LT_UNI || run->rank < peer;
+    return p->cfg->pattern != LT_UNI || p->rank < p->peer;
 }
 
-static int receives(const lt_run *run, int peer)
+static int receives(const pair *p)
 {
-    return run->cfg->pattern != LT_UNI || run->rank > peer;
+    return p->cfg->pattern != LT_UNI || p->rank > p->peer;
+}
+
+/* CB_LINKTEST_CORRUPT: a transfer that corrupts one byte of this message */
+static void corrupt_one_byte(lt_buffers *b, char *msg, size_t n)
+{
+    char c;
+    char *at = msg + n / 2;
+    if (lt_on_gpu(b)) {
+        lt_gpu_to_host(&c, at, 1);
+        c ^= 0x5a;
+        lt_gpu_from_host(at, &c, 1);
+    } else {
+        *at ^= 0x5a;
+    }
 }
 
 /* Before a batch of timed messages [m0, m0 + count), outside the timed region: the
  * pattern of each into its send buffer, the receive buffers cleared. */
-static void prepare_batch(lt_run *run, int peer, long tag, long m0, long count)
+static void prepare_batch(const pair *p, long m0, long count)
 {
-    size_t n = run->cfg->size;
+    size_t n = p->cfg->size;
+    lt_buffers *b = p->bufs;
+    lt_faults *f = p->faults;
     for (long i = 0; i < count; i++) {
-        if (sends(run, peer)) {
-            lt_buf_fill(run, run->sring[i], n, lt_payload_seed(run, run->rank, peer, tag, m0 + i));
-            if (run->corrupt_pending && m0 + i == run->corrupt_msg - 1) {
-                /* CB_LINKTEST_CORRUPT: a transfer that corrupts one byte of this message */
-                char c;
-                char *at = run->sring[i] + n / 2;
-                if (run->cfg->use_gpu) {
-                    lt_gpu_to_host(&c, at, 1);
-                    c ^= 0x5a;
-                    lt_gpu_from_host(at, &c, 1);
-                } else {
-                    *at ^= 0x5a;
-                }
-            }
+        if (sends(p)) {
+            lt_buf_fill(b, b->sring[i], n, lt_payload_seed(p->cfg, p->rank, p->peer, p->tag, m0 + i));
+            if (f->corrupt_pending && m0 + i == f->corrupt_msg - 1)
+                corrupt_one_byte(b, b->sring[i], n);
         }
-        if (receives(run, peer))
-            lt_buf_zero(run, run->rring[i], n);
+        if (receives(p))
+            lt_buf_zero(b, b->rring[i], n);
     }
-    if (sends(run, peer) && run->corrupt_pending && run->corrupt_msg <= m0 + count)
-        run->corrupt_pending = 0;
+    if (sends(p) && f->corrupt_pending && f->corrupt_msg <= m0 + count)
+        f->corrupt_pending = 0;
 }
 
 /* After the batch: wrong bytes of the messages received; the first wrong one (1-based) too. */
-static double check_batch(lt_run *run, int peer, long tag, long m0, long count, double *first_bad)
+static double check_batch(const pair *p, long m0, long count, double *first_bad)
 {
     double bad = 0;
-    if (!receives(run, peer))
+    if (!receives(p))
         return 0;
     for (long i = 0; i < count; i++) {
-        double b = lt_buf_check(run, run->rring[i], run->cfg->size, lt_payload_seed(run, peer, run->rank, tag, m0 + i));
+        double b = lt_buf_check(p->bufs, p->bufs->rring[i], p->cfg->size,
+                                lt_payload_seed(p->cfg, p->peer, p->rank, p->tag, m0 + i));
         if (b > 0 && *first_bad == 0)
             *first_bad = (double)(m0 + i + 1);
         bad += b;
@@ -114,24 +133,25 @@ static double check_batch(lt_run *run, int peer, long tag, long m0, long count, 
 }
 
 /* ---- the three patterns: messages [m0, m0 + count) of one phase, buffers from the rings -- */
-static void messages(lt_run *run, int peer, long count)
+static void messages(const pair *p, long count)
 {
-    int n = (int)run->cfg->size, lower = run->rank < peer, nbuf = run->nbuf;
-    enum lt_pattern pat = run->cfg->pattern;
+    lt_buffers *bufs = p->bufs;
+    int n = (int)p->cfg->size, lower = p->rank < p->peer, nbuf = bufs->nbuf, peer = p->peer;
+    enum lt_pattern pat = p->cfg->pattern;
     for (long m = 0; m < count; m++) {
         int b = nbuf == 1 ? 0 : (int)(m % nbuf);
         if (lower)
-            slow_link_delay(run, peer);
+            slow_link_delay(p);
         if (pat == LT_BI) {
-            lt_sendrecv(run, run->sring[b], run->rring[b], n, peer, TAG_DATA);
+            lt_sendrecv(bufs, bufs->sring[b], bufs->rring[b], n, peer, TAG_DATA);
         } else if (lower) {
-            lt_send(run, run->sring[b], n, peer, TAG_DATA);
+            lt_send(bufs, bufs->sring[b], n, peer, TAG_DATA);
             if (pat == LT_SEMI)
-                lt_recv(run, run->rring[b], n, peer, TAG_DATA);
+                lt_recv(bufs, bufs->rring[b], n, peer, TAG_DATA);
         } else {
-            lt_recv(run, run->rring[b], n, peer, TAG_DATA);
+            lt_recv(bufs, bufs->rring[b], n, peer, TAG_DATA);
             if (pat == LT_SEMI)
-                lt_send(run, run->sring[b], n, peer, TAG_DATA);
+                lt_send(bufs, bufs->sring[b], n, peer, TAG_DATA);
         }
     }
     /* unidirectional: a zero-byte acknowledgement closes each phase, so that the sender's
@@ -149,26 +169,27 @@ static void messages(lt_run *run, int peer, long count)
  * each batch (clock stopped) every message's pattern is written, a zero-byte handshake
  * starts both ranks together, after it (clock stopped) every message received is
  * checked. Both ranks return the time the lower rank measured and the errors both found. */
-lt_pair_result lt_pair_exchange(lt_run *run, int peer, long tag)
+lt_pair_result lt_pair_exchange(const lt_config *cfg, lt_buffers *b, lt_faults *f, int rank, int peer,
+                                long tag)
 {
-    const lt_config *cfg = run->cfg;
-    int lower = run->rank < peer;
-    messages(run, peer, cfg->warmup);
+    const pair p = {.cfg = cfg, .bufs = b, .faults = f, .rank = rank, .peer = peer, .tag = tag};
+    int lower = rank < peer;
+    messages(&p, cfg->warmup);
     uint64_t ns = 0;
-    long batch = cfg->check_buffers ? run->nbuf : cfg->nmsg;
+    long batch = cfg->check_buffers ? b->nbuf : cfg->nmsg;
     double bad = 0, first_bad = 0;
     for (long m0 = 0; m0 < cfg->nmsg; m0 += batch) {
         long count = cfg->nmsg - m0 < batch ? cfg->nmsg - m0 : batch;
         if (cfg->check_buffers) {
-            prepare_batch(run, peer, tag, m0, count);
+            prepare_batch(&p, m0, count);
             lt_mpi_check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY,
                                       MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
         }
         uint64_t t0 = cb_now_ns();
-        messages(run, peer, count);
+        messages(&p, count);
         ns += cb_now_ns() - t0;
         if (cfg->check_buffers)
-            bad += check_batch(run, peer, tag, m0, count, &first_bad);
+            bad += check_batch(&p, m0, count, &first_bad);
     }
     double t = ns / 1e9 / (cfg->pattern == LT_SEMI ? 2.0 * cfg->nmsg : (double)cfg->nmsg);
     double mine[3] = {t, bad, first_bad}, theirs[3];
@@ -187,28 +208,28 @@ typedef struct {
     double first_bad; /* the first timed message with a wrong byte, over the step's pairs */
 } step_stats;
 
-static void reduce_step(const lt_run *run, int partner, lt_pair_result r, step_stats *out)
+static void reduce_step(const lt_config *cfg, int rank, int partner, lt_pair_result r, step_stats *out)
 {
-    double_int loc[3] = {{-INFINITY, run->rank}, {-INFINITY, run->rank}, {-1, run->rank}};
+    double_int loc[3] = {{-INFINITY, rank}, {-INFINITY, rank}, {-1, rank}};
     double sums[5] = {0, 0, 0, 0, 0};
-    if (partner > run->rank) {
+    if (partner > rank) {
         loc[0].v = r.t;
         loc[1].v = -r.t;
         loc[2].v = r.errors;
         sums[0] = r.t;
         sums[1] = 1;
         sums[2] = r.errors;
-        sums[3] = lt_gbits(run->cfg, r.t);
+        sums[3] = lt_gbits(cfg, r.t);
         sums[4] = r.errors > 0;
     }
     double_int oloc[3];
     double osums[5];
     lt_mpi_check(MPI_Reduce(loc, oloc, 3, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD), "MPI_Reduce");
     lt_mpi_check(MPI_Reduce(sums, osums, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
-    double fb = partner > run->rank && r.first_bad > 0 ? r.first_bad : INFINITY, ofb = INFINITY;
-    if (run->cfg->check_buffers)
+    double fb = partner > rank && r.first_bad > 0 ? r.first_bad : INFINITY, ofb = INFINITY;
+    if (cfg->check_buffers)
         lt_mpi_check(MPI_Reduce(&fb, &ofb, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD), "MPI_Reduce");
-    if (run->rank == 0) {
+    if (rank == 0) {
         out->first_bad = ofb;
         out->max_t = oloc[0];
         out->min_t = oloc[1];
@@ -222,12 +243,12 @@ static void reduce_step(const lt_run *run, int partner, lt_pair_result r, step_s
     }
 }
 
-void lt_record_error(lt_run *run, int a, int b, double bytes, double first_bad, const char *where)
+void lt_record_error(lt_errors *e, int a, int b, double bytes, double first_bad, const char *where)
 {
-    if (run->nerr < LT_MAX_ERROR_PAIRS) {
-        run->err_list[2 * run->nerr] = a;
-        run->err_list[2 * run->nerr + 1] = b;
-        run->nerr++;
+    if (e->n < LT_MAX_ERROR_PAIRS) {
+        e->list[2 * e->n] = a;
+        e->list[2 * e->n + 1] = b;
+        e->n++;
     }
     fprintf(cb_human(), "BUFFER CHECK FAILED %s: pair %d <-> %d received %.0f wrong bytes (first in timed message "
             "%.0f)\n", where, a, b, bytes, first_bad);
@@ -240,38 +261,45 @@ typedef struct {
     int min_a, min_b, max_a, max_b;
 } progress;
 
-/* Rank 0: the step's figures into the iteration's, its errors, its progress line. */
-static void step_done(lt_run *run, long k, long step, const step_stats *st, progress *p)
+/* Rank 0: the step's figures into the iteration's. */
+static void tally_step(const lt_order *o, long step, const step_stats *st, progress *p)
 {
-    const lt_config *cfg = run->cfg;
-    const lt_sched *s = &run->sched;
-    int maxb = lt_partner_of(run, st->max_t.rank, step);
-    if (st->count > 0) {
-        if (st->max_t.v > p->max) {
-            p->max = st->max_t.v;
-            p->max_a = st->max_t.rank;
-            p->max_b = maxb;
-        }
-        if (st->min_t.v < p->min) {
-            p->min = st->min_t.v;
-            p->min_a = st->min_t.rank;
-            p->min_b = lt_partner_of(run, st->min_t.rank, step);
-        }
-        p->sum += st->sum_t;
-        p->count += st->count;
-    }
-    run->err_bytes += st->sum_err;
-    run->err_pairs += st->err_pairs;
-    if (st->sum_err > 0) {
-        char where[64];
-        snprintf(where, sizeof where, "in step %ld", k + 1);
-        lt_record_error(run, st->max_err.rank, lt_partner_of(run, st->max_err.rank, step), st->max_err.v,
-                        st->first_bad, where);
-        if (st->err_pairs > 1)
-            fprintf(cb_human(), "  (and %.0f more pairs in that step)\n", st->err_pairs - 1);
-    }
-    if (cfg->quiet)
+    if (st->count <= 0)
         return;
+    if (st->max_t.v > p->max) {
+        p->max = st->max_t.v;
+        p->max_a = st->max_t.rank;
+        p->max_b = lt_partner_of(o, st->max_t.rank, step);
+    }
+    if (st->min_t.v < p->min) {
+        p->min = st->min_t.v;
+        p->min_a = st->min_t.rank;
+        p->min_b = lt_partner_of(o, st->min_t.rank, step);
+    }
+    p->sum += st->sum_t;
+    p->count += st->count;
+}
+
+/* Rank 0: the step's wrong bytes into the run's errors, the worst pair named. */
+static void record_step_errors(lt_errors *e, const lt_order *o, long k, long step, const step_stats *st)
+{
+    e->bytes += st->sum_err;
+    e->pairs += st->err_pairs;
+    if (st->sum_err <= 0)
+        return;
+    char where[64];
+    snprintf(where, sizeof where, "in step %ld", k + 1);
+    lt_record_error(e, st->max_err.rank, lt_partner_of(o, st->max_err.rank, step), st->max_err.v, st->first_bad,
+                    where);
+    if (st->err_pairs > 1)
+        fprintf(cb_human(), "  (and %.0f more pairs in that step)\n", st->err_pairs - 1);
+}
+
+/* Rank 0: the step's progress line. */
+static void print_step(const lt_config *cfg, const lt_order *o, long k, long step, const step_stats *st,
+                       const progress *p)
+{
+    const lt_sched *s = &o->sched;
     char t1[32], t2[32], t3[32], t4[32], t5[32];
     double el = (cb_now_ns() - p->t0) / 1e9;
     double eta = el / (double)(k + 1) * (double)(s->nsteps - k - 1);
@@ -281,8 +309,8 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
                (int)snprintf(NULL, 0, "%ld", s->nsteps), k + 1, s->nsteps, st->count,
                lt_fmt_time(st->min_t.v, t1, sizeof t1), lt_gbits(cfg, st->min_t.v),
                lt_fmt_time(st->sum_t / st->count, t2, sizeof t2), lt_fmt_time(st->max_t.v, t3, sizeof t3),
-               lt_gbits(cfg, st->max_t.v), st->max_t.rank, maxb, lt_fmt_time(p->min, t4, sizeof t4),
-               lt_fmt_time(p->max, t5, sizeof t5), el, eta);
+               lt_gbits(cfg, st->max_t.v), st->max_t.rank, lt_partner_of(o, st->max_t.rank, step),
+               lt_fmt_time(p->min, t4, sizeof t4), lt_fmt_time(p->max, t5, sizeof t5), el, eta);
     else
         fprintf(cb_human(), "Step %ld/%ld: no pairs | %.2f s, ETA %.2f s\n", k + 1, s->nsteps, el, eta);
     fflush(cb_human());
@@ -292,36 +320,42 @@ static void step_done(lt_run *run, long k, long step, const step_stats *st, prog
  * then the step's figures at rank 0 and its progress line. */
 static void run_step(lt_run *run, long k, long iteration, progress *p)
 {
-    const lt_sched *s = &run->sched;
-    long orders = run->cfg->num_randomize_tasks + 1;
-    long step = s->order[k], tag = ((iteration - 1) * orders + run->pass) * s->nsteps + step + 1;
-    int partner = lt_partner_of(run, run->rank, step);
+    const lt_config *cfg = run->cfg;
+    const lt_order *o = &run->order;
+    int rank = run->world.rank;
+    long orders = cfg->num_randomize_tasks + 1;
+    long step = o->sched.order[k], tag = ((iteration - 1) * orders + o->pass) * o->sched.nsteps + step + 1;
+    int partner = lt_partner_of(o, rank, step);
     lt_pair_result res = {NAN, 0, 0};
-    if (run->cfg->serial) {
-        for (int a = 0; a < run->size; a++) {
-            int b = lt_partner_of(run, a, step);
+    if (cfg->serial) {
+        for (int a = 0; a < run->world.size; a++) {
+            int b = lt_partner_of(o, a, step);
             if (b <= a)
                 continue;
             lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-            if (run->rank == a || run->rank == b)
-                res = lt_pair_exchange(run, partner, tag);
+            if (rank == a || rank == b)
+                res = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, partner, tag);
         }
     } else {
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         if (partner >= 0)
-            res = lt_pair_exchange(run, partner, tag);
+            res = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, partner, tag);
     }
-    if (partner >= 0 && !(run->row[partner] >= res.t)) /* the slowest over iterations */
-        run->row[partner] = res.t;
+    double *row = run->test.row;
+    if (partner >= 0 && !(row[partner] >= res.t)) /* the slowest over iterations */
+        row[partner] = res.t;
     step_stats st;
-    reduce_step(run, partner, res, &st);
-    if (run->rank == 0)
-        step_done(run, k, step, &st, p);
+    reduce_step(cfg, rank, partner, res, &st);
+    if (rank != 0)
+        return;
+    tally_step(o, step, &st, p);
+    record_step_errors(&run->errors, o, k, step, &st);
+    if (!cfg->quiet)
+        print_step(cfg, o, k, step, &st, p);
 }
 
-static void print_iteration(const lt_run *run, long iteration, const progress *p)
+static void print_iteration(const lt_config *cfg, long iteration, const progress *p)
 {
-    const lt_config *cfg = run->cfg;
     char t1[32], t2[32], t3[32];
     double avg = p->count ? p->sum / p->count : NAN;
     fprintf(cb_human(), "Iteration %ld: %.0f pairs in %.2f s: min %s (%.3f Gbit/s, %d<->%d)  avg %s (%.3f Gbit/s)  "
@@ -333,7 +367,7 @@ static void print_iteration(const lt_run *run, long iteration, const progress *p
     fflush(cb_human());
 }
 
-int lt_stop_agreed(lt_run *run)
+int lt_stop_agreed(int *interrupted)
 {
     /* mpirun (and srun) pass the signal to every rank, but not at the same instant: the
      * ranks agree, so that all leave the schedule at the same step and no rank waits in an
@@ -341,23 +375,22 @@ int lt_stop_agreed(lt_run *run)
     int mine = cb_interrupted != 0, any = 0;
     lt_mpi_check(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
     if (any)
-        run->interrupted = 1;
+        *interrupted = 1;
     return any;
 }
 
 /* --num-randomize-tasks: announce task order pass (stdout; the IDs on stderr). */
-static void announce_order(const lt_run *run, long iteration, int pass)
+static void announce_order(const lt_config *cfg, const lt_world *w, const lt_order *o, long iteration, int pass)
 {
-    const lt_config *cfg = run->cfg;
-    if (run->rank != 0 || cfg->num_randomize_tasks == 0)
+    if (w->rank != 0 || cfg->num_randomize_tasks == 0)
         return;
     if (!cfg->quiet)
         fprintf(cb_human(), "Task order %d of %ld (iteration %ld): %s\n", pass + 1, cfg->num_randomize_tasks + 1,
                 iteration, pass ? "task IDs permuted (--num-randomize-tasks)" : "ranks as started");
-    if (pass && run->size <= 256) {
+    if (pass && w->size <= 256) {
         fprintf(stderr, "info: task order %d: rank -> ID:", pass + 1);
-        for (int r = 0; r < run->size; r++)
-            fprintf(stderr, " %d", run->vid[r]);
+        for (int r = 0; r < w->size; r++)
+            fprintf(stderr, " %d", o->vid[r]);
         fputc('\n', stderr);
     }
     fflush(cb_human());
@@ -367,21 +400,24 @@ static void announce_order(const lt_run *run, long iteration, int pass)
 /* One iteration: the schedule in each task order; returns 1 when a signal stopped it. */
 static int run_iteration(lt_run *run, long iteration, progress *p)
 {
-    for (int pass = 0; pass <= run->cfg->num_randomize_tasks; pass++) {
-        lt_task_order(run, pass);
-        announce_order(run, iteration, pass);
-        for (long k = 0; k < run->sched.nsteps; k++) {
-            if (lt_stop_agreed(run)) {
-                if (run->rank == 0)
+    const lt_config *cfg = run->cfg;
+    const lt_world *w = &run->world;
+    lt_order *o = &run->order;
+    for (int pass = 0; pass <= cfg->num_randomize_tasks; pass++) {
+        lt_task_order(o, w, cfg, pass);
+        announce_order(cfg, w, o, iteration, pass);
+        for (long k = 0; k < o->sched.nsteps; k++) {
+            if (lt_stop_agreed(&run->test.interrupted)) {
+                if (w->rank == 0)
                     fprintf(cb_human(), "Interrupted in iteration %ld before step %ld of %ld\n", iteration,
-                            k + 1, run->sched.nsteps);
-                lt_task_order(run, 0);
+                            k + 1, o->sched.nsteps);
+                lt_task_order(o, w, cfg, 0);
                 return 1;
             }
             run_step(run, k, iteration, p);
         }
     }
-    lt_task_order(run, 0);
+    lt_task_order(o, w, cfg, 0);
     return 0;
 }
 
@@ -391,28 +427,29 @@ static int run_iteration(lt_run *run, long iteration, progress *p)
 void lt_run_iterations(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
+    const lt_world *w = &run->world;
     if (cfg->all_to_all)
-        lt_all_to_all(run, 0);
-    lt_phase(run, NULL);
+        lt_all_to_all(&run->mon, w, &run->bufs, cfg, 0);
+    lt_phase(&run->mon, w, NULL);
     for (long iteration = 1;; iteration++) {
         progress p = {.t0 = cb_now_ns(), .min = INFINITY, .min_a = -1, .min_b = -1, .max_a = -1, .max_b = -1};
-        if (run->rank == 0 && !cfg->quiet && (cfg->min_iterations > 1 || cfg->min_runtime > 0))
+        if (w->rank == 0 && !cfg->quiet && (cfg->min_iterations > 1 || cfg->min_runtime > 0))
             fprintf(cb_human(), "Iteration %ld\n", iteration);
         if (run_iteration(run, iteration, &p)) {
-            run->iterations = iteration;
-            lt_phase(run, "main test");
+            run->test.iterations = iteration;
+            lt_phase(&run->mon, w, "main test");
             return;
         }
-        if (run->rank == 0)
-            print_iteration(run, iteration, &p);
-        int more = iteration < cfg->min_iterations || (cb_now_ns() - run->t0_ns) / 1e9 < cfg->min_runtime;
+        if (w->rank == 0)
+            print_iteration(cfg, iteration, &p);
+        int more = iteration < cfg->min_iterations || (cb_now_ns() - w->t0_ns) / 1e9 < cfg->min_runtime;
         lt_mpi_check(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
         if (!more) {
-            run->iterations = iteration;
+            run->test.iterations = iteration;
             break;
         }
     }
-    lt_phase(run, "main test");
-    if (cfg->all_to_all && !lt_stop_agreed(run))
-        lt_all_to_all(run, 1);
+    lt_phase(&run->mon, w, "main test");
+    if (cfg->all_to_all && !lt_stop_agreed(&run->test.interrupted))
+        lt_all_to_all(&run->mon, w, &run->bufs, cfg, 1);
 }

@@ -22,17 +22,18 @@ static void fmt_dt(double s, char *buf, size_t len)
         snprintf(buf, len, "%.5f s", s);
 }
 
-/* Ends the phase under way (named) on rank 0's clock and starts the next. */
-void lt_phase(lt_run *run, const char *name)
+/* Ends the phase under way (named) on rank 0's clock and starts the next; the first
+ * phase starts with the run. */
+void lt_phase(lt_monitor *m, const lt_world *w, const char *name)
 {
     uint64_t now = cb_now_ns();
-    if (run->rank == 0 && name) {
+    if (w->rank == 0 && name) {
         char t[48];
-        fmt_dt((now - (run->phase_ns ? run->phase_ns : run->t0_ns)) / 1e9, t, sizeof t);
+        fmt_dt((now - (m->phase_ns ? m->phase_ns : w->t0_ns)) / 1e9, t, sizeof t);
         fprintf(stderr, "timings[000] [%s] t= %s\n", name, t);
         fflush(stderr);
     }
-    run->phase_ns = now;
+    m->phase_ns = now;
 }
 
 /* Lines "Key:   N kB" of a /proc file into kib[] (left as they are where absent). */
@@ -60,49 +61,49 @@ static void read_memory(double kib[LT_MEM_FIELDS])
     read_proc("/proc/self/smaps_rollup", smaps, 1, kib + 3);
 }
 
-static void print_task(const lt_run *run, int r)
+static void print_task(const lt_monitor *mon, const lt_world *w, int r)
 {
-    const double *m = run->task_mem + LT_MEM_FIELDS * (size_t)r;
+    const double *m = mon->task_mem + LT_MEM_FIELDS * (size_t)r;
     fprintf(stderr, "task[%06d] on %s (%3d) mem= %.4f kiB peak= %.4f kiB locked= %.4f kiB thp= %.4f kiB\n", r,
-            run->hosts + (size_t)r * LT_HOST_LEN, run->host_id[r], m[0], m[1], m[2], m[3]);
+            w->hosts + (size_t)r * LT_HOST_LEN, w->host_id[r], m[0], m[1], m[2], m[3]);
 }
 
 /* Every task's memory after the set-up (buffers allocated and touched), at rank 0. */
-void lt_report_memory(lt_run *run)
+void lt_report_memory(lt_monitor *m, const lt_world *w, lt_buffers *b, const lt_config *cfg)
 {
-    read_memory(run->mem_kib);
-    if (run->rank == 0) {
-        run->task_mem = malloc(sizeof(double) * LT_MEM_FIELDS * (size_t)run->size);
-        if (!run->task_mem)
+    read_memory(m->mem_kib);
+    if (w->rank == 0) {
+        m->task_mem = malloc(sizeof(double) * LT_MEM_FIELDS * (size_t)w->size);
+        if (!m->task_mem)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     }
-    lt_mpi_check(MPI_Gather(run->mem_kib, LT_MEM_FIELDS, MPI_DOUBLE, run->task_mem, LT_MEM_FIELDS, MPI_DOUBLE, 0,
+    lt_mpi_check(MPI_Gather(m->mem_kib, LT_MEM_FIELDS, MPI_DOUBLE, m->task_mem, LT_MEM_FIELDS, MPI_DOUBLE, 0,
                             MPI_COMM_WORLD),
                  "MPI_Gather");
-    if (run->rank != 0)
+    if (w->rank != 0)
         return;
-    fprintf(stderr, "info: Using %s, %d send + %d receive buffer%s of %zu B per task%s\n", lt_alloc_descr(run),
-            run->nbuf, run->nbuf, run->nbuf == 1 ? "" : "s", run->cfg->size,
-            run->gpu_mode == LT_GPU_AWARE    ? " on the GPU, handed to a CUDA-aware MPI"
-            : run->gpu_mode == LT_GPU_STAGED ? " on the GPU, staged through pinned host memory"
-                                             : "");
+    fprintf(stderr, "info: Using %s, %d send + %d receive buffer%s of %zu B per task%s\n", lt_alloc_descr(b),
+            b->nbuf, b->nbuf, b->nbuf == 1 ? "" : "s", cfg->size,
+            b->gpu_mode == LT_GPU_AWARE    ? " on the GPU, handed to a CUDA-aware MPI"
+            : b->gpu_mode == LT_GPU_STAGED ? " on the GPU, staged through pinned host memory"
+                                           : "");
     fprintf(stderr, "info: buffer contents: %s; CRC-32 of rank 0's send buffer 0: 0x%08x\n",
-            run->cfg->randomize_buffers ? "pseudo-random (--randomize-buffers)" : "zeros",
-            (unsigned)lt_buf_crc(run, run->sbuf, run->cfg->size));
+            cfg->randomize_buffers ? "pseudo-random (--randomize-buffers)" : "zeros",
+            (unsigned)lt_buf_crc(b, b->sring[0], cfg->size));
     int lo = 0, hi = 0;
     double sum = 0;
-    for (int r = 0; r < run->size; r++) {
-        if (run->size <= MEM_LIST_MAX)
-            print_task(run, r);
-        double v = run->task_mem[LT_MEM_FIELDS * (size_t)r];
-        lo = v < run->task_mem[LT_MEM_FIELDS * (size_t)lo] ? r : lo;
-        hi = v > run->task_mem[LT_MEM_FIELDS * (size_t)hi] ? r : hi;
+    for (int r = 0; r < w->size; r++) {
+        if (w->size <= MEM_LIST_MAX)
+            print_task(m, w, r);
+        double v = m->task_mem[LT_MEM_FIELDS * (size_t)r];
+        lo = v < m->task_mem[LT_MEM_FIELDS * (size_t)lo] ? r : lo;
+        hi = v > m->task_mem[LT_MEM_FIELDS * (size_t)hi] ? r : hi;
         sum += v;
     }
-    if (run->size > MEM_LIST_MAX) {
-        fprintf(stderr, "memory of %d tasks: average %.4f kiB; least and most:\n", run->size, sum / run->size);
-        print_task(run, lo);
-        print_task(run, hi);
+    if (w->size > MEM_LIST_MAX) {
+        fprintf(stderr, "memory of %d tasks: average %.4f kiB; least and most:\n", w->size, sum / w->size);
+        print_task(m, w, lo);
+        print_task(m, w, hi);
     }
     fflush(stderr);
 }
@@ -111,18 +112,17 @@ void lt_report_memory(lt_run *run)
 /* Seconds per MPI_Alltoall of size bytes to every rank, on this rank: -w calls to warm
  * up, then -n timed (started together after a barrier). 0 when the buffers could not be
  * had: every rank agrees and the run exits 3. */
-static double time_alltoall(lt_run *run)
+static double time_alltoall(lt_buffers *b, const lt_world *w, const lt_config *cfg)
 {
-    const lt_config *cfg = run->cfg;
-    size_t bytes = cfg->size * (size_t)run->size;
-    int gpu = cfg->use_gpu, staged = run->gpu_mode == LT_GPU_STAGED;
-    char *sb = gpu ? lt_gpu_alloc(bytes) : lt_host_alloc(run, bytes);
-    char *rb = gpu ? lt_gpu_alloc(bytes) : lt_host_alloc(run, bytes);
+    size_t bytes = cfg->size * (size_t)w->size;
+    int gpu = lt_on_gpu(b), staged = b->gpu_mode == LT_GPU_STAGED;
+    char *sb = gpu ? lt_gpu_alloc(bytes) : lt_host_alloc(b, bytes);
+    char *rb = gpu ? lt_gpu_alloc(bytes) : lt_host_alloc(b, bytes);
     char *hs = staged ? lt_gpu_host_alloc(bytes) : NULL, *hr = staged ? lt_gpu_host_alloc(bytes) : NULL;
     char msg[160];
     snprintf(msg, sizeof msg, "--all-to-all: cannot allocate two buffers of %zu bytes (-s times the ranks) "
              "on some rank", bytes);
-    lt_all_ok_or_exit(run, sb && rb && (!staged || (hs && hr)), CB_EXIT_CANNOT_RUN, msg);
+    lt_all_ok_or_exit(w, sb && rb && (!staged || (hs && hr)), CB_EXIT_CANNOT_RUN, msg);
     if (gpu) {
         lt_gpu_zero(sb, bytes);
         lt_gpu_zero(rb, bytes);
@@ -151,43 +151,42 @@ static double time_alltoall(lt_run *run)
         lt_gpu_host_free(hs);
         lt_gpu_host_free(hr);
     } else {
-        lt_host_free(run, sb, bytes);
-        lt_host_free(run, rb, bytes);
+        lt_host_free(b, sb, bytes);
+        lt_host_free(b, rb, bytes);
     }
     return t;
 }
 
 /* Before (after = 0) or after (1) the main test: every rank's time to rank 0, which prints
  * the average and the slowest rank. */
-void lt_all_to_all(lt_run *run, int after)
+void lt_all_to_all(lt_monitor *m, const lt_world *w, lt_buffers *b, const lt_config *cfg, int after)
 {
-    const lt_config *cfg = run->cfg;
-    if (run->rank == 0 && !run->a2a_all) {
-        run->a2a_all = malloc(sizeof(double) * 2 * (size_t)run->size);
-        if (!run->a2a_all)
+    if (w->rank == 0 && !m->a2a_all) {
+        m->a2a_all = malloc(sizeof(double) * 2 * (size_t)w->size);
+        if (!m->a2a_all)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-        for (int i = 0; i < 2 * run->size; i++)
-            run->a2a_all[i] = NAN;
+        for (int i = 0; i < 2 * w->size; i++)
+            m->a2a_all[i] = NAN;
     }
-    run->a2a[after] = time_alltoall(run);
-    lt_mpi_check(MPI_Gather(&run->a2a[after], 1, MPI_DOUBLE, run->rank == 0 ? run->a2a_all + (size_t)after * run->size
-                                                                            : NULL, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD),
+    m->a2a[after] = time_alltoall(b, w, cfg);
+    lt_mpi_check(MPI_Gather(&m->a2a[after], 1, MPI_DOUBLE, w->rank == 0 ? m->a2a_all + (size_t)after * w->size
+                                                                        : NULL, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD),
                  "MPI_Gather");
-    lt_phase(run, after ? "all-to-all after" : "all-to-all before");
-    if (run->rank != 0)
+    lt_phase(m, w, after ? "all-to-all after" : "all-to-all before");
+    if (w->rank != 0)
         return;
-    const double *t = run->a2a_all + (size_t)after * run->size;
+    const double *t = m->a2a_all + (size_t)after * w->size;
     int slow = 0;
     double sum = 0;
-    for (int r = 0; r < run->size; r++) {
+    for (int r = 0; r < w->size; r++) {
         sum += t[r];
         slow = t[r] > t[slow] ? r : slow;
     }
     char t1[32], t2[32];
-    double per_rank = (double)cfg->size * (run->size - 1);
+    double per_rank = (double)cfg->size * (w->size - 1);
     fprintf(cb_human(), "All-to-all %s the test: MPI_Alltoall of %zu B per pair, %ld timed: avg %s, slowest rank %d "
             "%s per call (%.3f Gbit/s sent per rank)\n", after ? "after" : "before", cfg->size, cfg->nmsg,
-            lt_fmt_time(sum / run->size, t1, sizeof t1), slow, lt_fmt_time(t[slow], t2, sizeof t2),
+            lt_fmt_time(sum / w->size, t1, sizeof t1), slow, lt_fmt_time(t[slow], t2, sizeof t2),
             cb_gbits(per_rank, t[slow]));
     fflush(cb_human());
 }

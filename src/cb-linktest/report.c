@@ -68,26 +68,25 @@ void lt_json_options(cb_json *j, const lt_config *cfg)
 }
 
 /* The settings lines of LinkTest's options beyond the pattern, and what ours did with them. */
-static void print_linktest_settings(const lt_run *run)
+static void print_linktest_settings(const lt_config *cfg, const lt_buffers *b)
 {
-    const lt_config *cfg = run->cfg;
     FILE *h = cb_human();
     fprintf(h, "Transport layer:       %s (from %s; this build supports [mpi])\n", cfg->mode, cfg->mode_from);
-    fprintf(h, "Buffers:               %s\n", lt_alloc_descr(run));
+    fprintf(h, "Buffers:               %s\n", lt_alloc_descr(b));
     if (cfg->multi_buffer)
-        fprintf(h, "Multiple buffers:      %d send and %d receive buffers, used in turn (--multi-buffer)\n", run->nbuf,
-                run->nbuf);
+        fprintf(h, "Multiple buffers:      %d send and %d receive buffers, used in turn (--multi-buffer)\n", b->nbuf,
+                b->nbuf);
     fprintf(h, "Buffer contents:       %s\n", cfg->randomize_buffers ? "pseudo-random bytes (--randomize-buffers)"
                                                                     : "zeros");
     if (cfg->randomize_buffers)
         fprintf(h, "Seed (buffers):        %llu\n", (unsigned long long)cfg->seed_buffers);
-    fprintf(h, "Use GPU memory:        %s\n", run->gpu_mode == LT_GPU_AWARE ? "yes, handed to MPI (CUDA-aware MPI)"
-                                          : run->gpu_mode == LT_GPU_STAGED
+    fprintf(h, "Use GPU memory:        %s\n", b->gpu_mode == LT_GPU_AWARE ? "yes, handed to MPI (CUDA-aware MPI)"
+                                          : b->gpu_mode == LT_GPU_STAGED
                                               ? "yes, staged through pinned host memory (the MPI is not CUDA-aware)"
                                               : "no");
     if (cfg->check_buffers)
         fprintf(h, "Check buffers:         every timed message (its own pattern), in batches of %d, checked "
-                   "outside the timed region\n", run->nbuf);
+                   "outside the timed region\n", b->nbuf);
     else
         fprintf(h, "Check buffers:         no\n");
     fprintf(h, "All-to-all:            %s\n", cfg->all_to_all ? "MPI_Alltoall timed before and after the test" : "no");
@@ -103,18 +102,18 @@ void lt_print_settings(const lt_run *run)
     const lt_config *cfg = run->cfg;
     char host[256];
     cb_hostname(host, sizeof host);
-    fprintf(cb_human(), "cb-linktest (cobalt-bench) %s on %s, started %s\n", CB_VERSION, host, run->started);
+    fprintf(cb_human(), "cb-linktest (cobalt-bench) %s on %s, started %s\n", CB_VERSION, host, run->world.started);
     fprintf(cb_human(), "-------------------- cb-linktest settings --------------------\n");
-    fprintf(cb_human(), "Ranks:                 %d on %d host%s\n", run->size, run->nhosts, run->nhosts == 1 ? "" : "s");
+    fprintf(cb_human(), "Ranks:                 %d on %d host%s\n", run->world.size, run->world.nhosts, run->world.nhosts == 1 ? "" : "s");
     fprintf(cb_human(), "Message size:          %zu B\n", cfg->size);
     fprintf(cb_human(), "Messages:              %ld timed, %ld warm-up, per pair and step\n", cfg->nmsg, cfg->warmup);
     fprintf(cb_human(), "Communication pattern: %s\n", pattern_descr[cfg->pattern]);
     fprintf(cb_human(), "Pairs:                 %s%s, %lld in all\n",
            cfg->bisection ? "bisection (first half of the ranks against the second)" : "all pairs",
-           cfg->group_host ? ", on different hosts only" : "", run->expected);
-    fprintf(cb_human(), "Steps:                 %ld%s%s\n", run->sched.nsteps, cfg->randomize ? ", randomized order" : "",
+           cfg->group_host ? ", on different hosts only" : "", run->order.expected);
+    fprintf(cb_human(), "Steps:                 %ld%s%s\n", run->order.sched.nsteps, cfg->randomize ? ", randomized order" : "",
            cfg->serial ? ", pairs of a step one at a time (--serial-tests)" : "");
-    print_linktest_settings(run);
+    print_linktest_settings(cfg, &run->bufs);
     fprintf(cb_human(), "Serial retest:         %ld slowest pairs\n", cfg->num_slowest);
     if (cfg->min_iterations > 1 || cfg->min_runtime > 0)
         fprintf(cb_human(), "Repeat:                at least %ld iterations and %.1f s (LinkTest then writes no SION "
@@ -126,12 +125,12 @@ void lt_print_settings(const lt_run *run)
         fprintf(cb_human(), "Results file:          %s (.npz in place of LinkTest's SION file%s)\n", cfg->output,
                 cfg->parallel_sion ? "; --parallel-sion-file: no parallel writer, rank 0 streams the "
                                      "matrix row by row" : "");
-    for (int i = 0; i < run->ndelay; i++)
+    for (int i = 0; i < run->faults.ndelay; i++)
         fprintf(cb_human(), "TESTING: CB_LINKTEST_DELAY slows pair %d <-> %d by %.1f us per message\n",
-               run->delay_a[i], run->delay_b[i], run->delay_us[i]);
-    if (run->corrupt_rank >= 0)
+               run->faults.delay_a[i], run->faults.delay_b[i], run->faults.delay_us[i]);
+    if (run->faults.corrupt_rank >= 0)
         fprintf(cb_human(), "TESTING: CB_LINKTEST_CORRUPT corrupts timed message %ld that rank %d sends first\n",
-                run->corrupt_msg, run->corrupt_rank);
+                run->faults.corrupt_msg, run->faults.corrupt_rank);
     fprintf(cb_human(), "--------------------------------------------------------------\n");
     fflush(cb_human());
 }
@@ -148,24 +147,24 @@ typedef struct lt_verdict {
 static lt_verdict diagnose(const lt_run *run)
 {
     const lt_config *cfg = run->cfg;
-    const lt_slow *slow = run->slow;
+    const lt_slow *slow = run->coll.slow;
     lt_verdict v = {.eff_t = -1, .eff_a = -1, .eff_b = -1};
-    for (int k = 0; k < run->nretest; k++)
-        if (run->retest[k] > v.eff_t) {
-            v.eff_t = run->retest[k];
+    for (int k = 0; k < run->coll.nretest; k++)
+        if (run->coll.retest[k] > v.eff_t) {
+            v.eff_t = run->coll.retest[k];
             v.eff_a = (int)slow[k].a;
             v.eff_b = (int)slow[k].b;
             v.eff_retested = 1;
         }
-    if (run->nslow > run->nretest && slow[run->nretest].t > v.eff_t) {
-        v.eff_t = slow[run->nretest].t;
-        v.eff_a = (int)slow[run->nretest].a;
-        v.eff_b = (int)slow[run->nretest].b;
+    if (run->coll.nslow > run->coll.nretest && slow[run->coll.nretest].t > v.eff_t) {
+        v.eff_t = slow[run->coll.nretest].t;
+        v.eff_a = (int)slow[run->coll.nretest].a;
+        v.eff_b = (int)slow[run->coll.nretest].b;
         v.eff_retested = 0;
     }
     v.min_bw = lt_gbits(cfg, v.eff_t);
-    v.all_tested = (long long)run->sum.npairs == run->expected;
-    v.passed = !run->interrupted && run->err_bytes == 0 && v.all_tested && v.eff_t > 0 &&
+    v.all_tested = (long long)run->coll.sum.npairs == run->order.expected;
+    v.passed = !run->test.interrupted && run->errors.bytes == 0 && v.all_tested && v.eff_t > 0 &&
                (cfg->min_bw_gbits <= 0 || v.min_bw >= cfg->min_bw_gbits) &&
                (cfg->max_time_us <= 0 || v.eff_t * 1e6 <= cfg->max_time_us);
     return v;
@@ -174,23 +173,23 @@ static lt_verdict diagnose(const lt_run *run)
 static void print_summary(const lt_run *run, const lt_verdict *v)
 {
     const lt_config *cfg = run->cfg;
-    const lt_summary *s = &run->sum;
+    const lt_summary *s = &run->coll.sum;
     char t1[32], t2[32], t3[32];
-    int max_a = run->nslow ? (int)run->slow[0].a : -1, max_b = run->nslow ? (int)run->slow[0].b : -1;
-    fprintf(cb_human(), "Summary: %.0f of %lld pairs tested, %ld iteration%s, %.2f s\n", s->npairs, run->expected,
-           run->iterations, run->iterations == 1 ? "" : "s", run->duration);
+    int max_a = run->coll.nslow ? (int)run->coll.slow[0].a : -1, max_b = run->coll.nslow ? (int)run->coll.slow[0].b : -1;
+    fprintf(cb_human(), "Summary: %.0f of %lld pairs tested, %ld iteration%s, %.2f s\n", s->npairs, run->order.expected,
+           run->test.iterations, run->test.iterations == 1 ? "" : "s", run->test.duration);
     fprintf(cb_human(), "  parallel test: min %s (%.3f Gbit/s)  avg %s (avg %.3f Gbit/s)  max %s (%.3f Gbit/s, %d <-> %d)\n",
            lt_fmt_time(s->min_t, t1, sizeof t1), lt_gbits(cfg, s->min_t), lt_fmt_time(s->avg_t, t2, sizeof t2),
            s->avg_bw, lt_fmt_time(s->max_t, t3, sizeof t3), lt_gbits(cfg, s->max_t), max_a, max_b);
     fprintf(cb_human(), "  slowest pair after the retest: %d <-> %d, %s (%.3f Gbit/s)%s\n", v->eff_a, v->eff_b,
            lt_fmt_time(v->eff_t, t1, sizeof t1), v->min_bw, v->eff_retested ? ", retested alone" : ", not retested");
     if (!v->all_tested)
-        fprintf(cb_human(), "NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->expected);
+        fprintf(cb_human(), "NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->order.expected);
     if (cfg->check_buffers)
-        fprintf(cb_human(), "Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->err_bytes, run->err_pairs);
+        fprintf(cb_human(), "Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->errors.bytes, run->errors.pairs);
     if (!cfg->no_output && !run->write_failed)
-        fprintf(cb_human(), "Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->size,
-               run->size, cfg->output);
+        fprintf(cb_human(), "Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->world.size,
+               run->world.size, cfg->output);
 }
 
 /* ---- the JSON document ------------------------------------------------------------ */
@@ -202,10 +201,10 @@ typedef struct {
 static void doc_config(cb_json *j, const void *ctx)
 {
     const lt_run *run = ((const doc_ctx *)ctx)->run;
-    cbj_int(j, "ranks", run->size);
-    cbj_int(j, "hosts", run->nhosts);
-    cbj_int(j, "steps", run->sched.nsteps);
-    cbj_int(j, "iterations", run->iterations);
+    cbj_int(j, "ranks", run->world.size);
+    cbj_int(j, "hosts", run->world.nhosts);
+    cbj_int(j, "steps", run->order.sched.nsteps);
+    cbj_int(j, "iterations", run->test.iterations);
     lt_json_options(j, run->cfg);
     cbj_str(j, "output", run->cfg->no_output || run->write_failed ? "" : run->cfg->output);
 }
@@ -218,13 +217,13 @@ static void alltoall_metrics(cb_json *j, const lt_run *run)
                                {"alltoall_after_time", "alltoall_after_bandwidth"}};
     for (int k = 0; k < 2; k++) {
         double worst = NAN;
-        for (int r = 0; r < run->size; r++) {
-            double t = run->a2a_all[(size_t)k * run->size + r];
+        for (int r = 0; r < run->world.size; r++) {
+            double t = run->mon.a2a_all[(size_t)k * run->world.size + r];
             if (!isnan(t) && (isnan(worst) || t > worst))
                 worst = t;
         }
         cbj_metric(j, names[k][0], worst * 1e6, "us");
-        cbj_metric(j, names[k][1], cb_gbits((double)run->cfg->size * (run->size - 1), worst), "Gbit/s");
+        cbj_metric(j, names[k][1], cb_gbits((double)run->cfg->size * (run->world.size - 1), worst), "Gbit/s");
     }
 }
 
@@ -232,7 +231,7 @@ static void doc_metrics(cb_json *j, const void *ctx)
 {
     const lt_run *run = ((const doc_ctx *)ctx)->run;
     const lt_verdict *v = ((const doc_ctx *)ctx)->v;
-    const lt_summary *s = &run->sum;
+    const lt_summary *s = &run->coll.sum;
     cbj_metric(j, "min_bandwidth", v->min_bw, "Gbit/s");
     cbj_metric(j, "min_bandwidth_bytes", v->min_bw * 1e9 / 8, "B/s");
     cbj_metric(j, "max_time", v->eff_t * 1e6, "us");
@@ -244,12 +243,12 @@ static void doc_metrics(cb_json *j, const void *ctx)
     cbj_metric(j, "parallel_max_time", s->max_t * 1e6, "us");
     cbj_metric(j, "parallel_min_bandwidth", lt_gbits(run->cfg, s->max_t), "Gbit/s");
     cbj_metric(j, "pairs_tested", s->npairs, "pairs");
-    cbj_metric(j, "pairs_expected", (double)run->expected, "pairs");
-    if (run->cfg->all_to_all && run->a2a_all)
+    cbj_metric(j, "pairs_expected", (double)run->order.expected, "pairs");
+    if (run->cfg->all_to_all && run->mon.a2a_all)
         alltoall_metrics(j, run);
     if (run->cfg->check_buffers) {
-        cbj_metric(j, "verification_errors", run->err_pairs, "pairs");
-        cbj_metric(j, "wrong_bytes", run->err_bytes, "bytes");
+        cbj_metric(j, "verification_errors", run->errors.pairs, "pairs");
+        cbj_metric(j, "wrong_bytes", run->errors.bytes, "bytes");
     }
 }
 
@@ -257,18 +256,18 @@ static void doc_metrics(cb_json *j, const void *ctx)
 static void doc_slowest_pairs(cb_json *j, const void *ctx)
 {
     const lt_run *run = ((const doc_ctx *)ctx)->run;
-    const lt_slow *slow = run->slow;
+    const lt_slow *slow = run->coll.slow;
     cbj_arr_begin(j, "slowest_pairs");
-    for (int k = 0; k < run->nretest; k++) {
+    for (int k = 0; k < run->coll.nretest; k++) {
         cbj_obj_begin(j, NULL);
         cbj_int(j, "a", (long long)slow[k].a);
         cbj_int(j, "b", (long long)slow[k].b);
-        cbj_str(j, "host_a", run->hosts + (size_t)slow[k].a * LT_HOST_LEN);
-        cbj_str(j, "host_b", run->hosts + (size_t)slow[k].b * LT_HOST_LEN);
+        cbj_str(j, "host_a", run->world.hosts + (size_t)slow[k].a * LT_HOST_LEN);
+        cbj_str(j, "host_b", run->world.hosts + (size_t)slow[k].b * LT_HOST_LEN);
         cbj_num(j, "time_us", slow[k].t * 1e6);
-        cbj_num(j, "retest_time_us", run->retest[k] * 1e6);
+        cbj_num(j, "retest_time_us", run->coll.retest[k] * 1e6);
         cbj_num(j, "bandwidth_gbits", lt_gbits(run->cfg, slow[k].t));
-        cbj_num(j, "retest_bandwidth_gbits", lt_gbits(run->cfg, run->retest[k]));
+        cbj_num(j, "retest_bandwidth_gbits", lt_gbits(run->cfg, run->coll.retest[k]));
         cbj_obj_end(j);
     }
     cbj_arr_end(j);
@@ -277,10 +276,10 @@ static void doc_slowest_pairs(cb_json *j, const void *ctx)
 static int write_json(const lt_run *run, const lt_verdict *v)
 {
     const lt_config *cfg = run->cfg;
-    cb_envelope env = {.test = "cb-linktest", .test_version = LT_TEST_VERSION, .started = run->started,
-                       .duration_s = run->duration,
+    cb_envelope env = {.test = "cb-linktest", .test_version = LT_TEST_VERSION, .started = run->world.started,
+                       .duration_s = run->test.duration,
                        .threshold = cfg->min_bw_gbits > 0 ? cfg->min_bw_gbits : NAN, .passed = v->passed,
-                       .interrupted = run->interrupted};
+                       .interrupted = run->test.interrupted};
     cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_slowest_pairs};
     doc_ctx ctx = {run, v};
     return cb_doc_write(cfg->json_path, &env, &parts, &ctx);
@@ -291,10 +290,10 @@ static void results_block(const lt_run *run, const lt_verdict *v)
     const lt_config *cfg = run->cfg;
     char t1[32];
     cb_results_begin(cb_human(), LT_TEST_VERSION);
-    if (run->interrupted) {
+    if (run->test.interrupted) {
         char what[128];
-        snprintf(what, sizeof what, "after %.2f s; %.0f of %lld pairs tested", run->duration,
-                 run->sum.npairs, run->expected);
+        snprintf(what, sizeof what, "after %.2f s; %.0f of %lld pairs tested", run->test.duration,
+                 run->coll.sum.npairs, run->order.expected);
         if (cb_interrupted)
             cb_results_interrupted(cb_human(), what);
         else /* the signal reached another rank first (they agree at each step) */
@@ -308,13 +307,13 @@ static void results_block(const lt_run *run, const lt_verdict *v)
         cb_results_line(cb_human(), "Measured speed", "%.2f Gbit/s (slowest pair %d <-> %d)", v->min_bw,
                         v->eff_a, v->eff_b);
     }
-    cb_results_line(cb_human(), "Average speed", "%.2f Gbit/s per pair", run->sum.avg_bw);
+    cb_results_line(cb_human(), "Average speed", "%.2f Gbit/s per pair", run->coll.sum.avg_bw);
     cb_results_line(cb_human(), "Slowest time", "%s per message", lt_fmt_time(v->eff_t, t1, sizeof t1));
     if (cfg->max_time_us > 0)
         cb_results_line(cb_human(), "Time limit", "%.2f us per message", cfg->max_time_us);
-    cb_results_line(cb_human(), "Pairs tested", "%.0f of %lld", run->sum.npairs, run->expected);
+    cb_results_line(cb_human(), "Pairs tested", "%.0f of %lld", run->coll.sum.npairs, run->order.expected);
     if (cfg->check_buffers)
-        cb_results_line(cb_human(), "Buffer errors", "%.0f pairs (%.0f wrong bytes)", run->err_pairs, run->err_bytes);
+        cb_results_line(cb_human(), "Buffer errors", "%.0f pairs (%.0f wrong bytes)", run->errors.pairs, run->errors.bytes);
     else
         cb_results_line(cb_human(), "Buffer errors", "not checked (--check-buffers)");
     cb_results_line(cb_human(), "Verdict", "%s", v->passed ? "PASSED" : "FAILED");
@@ -332,7 +331,7 @@ int lt_report(lt_run *run)
         run->write_failed = 1;
     print_summary(run, &v);
     results_block(run, &v);
-    if (run->interrupted) /* 128 + the signal, as a shell reports a death by it */
+    if (run->test.interrupted) /* 128 + the signal, as a shell reports a death by it */
         return cb_interrupted ? cb_exit_interrupted() : 128 + SIGTERM;
     if (run->write_failed)
         return CB_EXIT_CANNOT_RUN;

@@ -36,36 +36,36 @@ static void slow_merge(void *in, void *inout, int *len, MPI_Datatype *type)
             slow_insert(b, k, a[i]);
 }
 
-/* The slowest slow_k pairs of all rows into run->slow, on every rank. */
-static void find_slowest(lt_run *run, const lt_slow *mine)
+/* The slowest slow_k pairs of all rows into c->slow, on every rank. */
+static void find_slowest(lt_collected *c, const lt_slow *mine)
 {
     MPI_Datatype slow_type;
     MPI_Op slow_op;
-    lt_mpi_check(MPI_Type_contiguous(3 * run->slow_k, MPI_DOUBLE, &slow_type), "MPI_Type_contiguous");
+    lt_mpi_check(MPI_Type_contiguous(3 * c->slow_k, MPI_DOUBLE, &slow_type), "MPI_Type_contiguous");
     lt_mpi_check(MPI_Type_commit(&slow_type), "MPI_Type_commit");
     lt_mpi_check(MPI_Op_create(slow_merge, 1, &slow_op), "MPI_Op_create");
-    lt_mpi_check(MPI_Allreduce(mine, run->slow, 1, slow_type, slow_op, MPI_COMM_WORLD), "MPI_Allreduce");
+    lt_mpi_check(MPI_Allreduce(mine, c->slow, 1, slow_type, slow_op, MPI_COMM_WORLD), "MPI_Allreduce");
     MPI_Op_free(&slow_op);
     MPI_Type_free(&slow_type);
-    run->nslow = 0;
-    while (run->nslow < run->slow_k && run->slow[run->nslow].t >= 0)
-        run->nslow++;
+    c->nslow = 0;
+    while (c->nslow < c->slow_k && c->slow[c->nslow].t >= 0)
+        c->nslow++;
 }
 
 /* Summary at rank 0, and the slowest num_slowest + 1 pairs on every rank
  * (one more than retested: it bounds every pair not retested). */
-static void summarize(lt_run *run)
+static void summarize(lt_collected *c, const lt_world *w, const lt_config *cfg, const double *row)
 {
     typedef struct { double v; int rank; } double_int;
-    double_int loc[2] = {{-INFINITY, run->rank}, {-INFINITY, run->rank}}, oloc[2];
+    double_int loc[2] = {{-INFINITY, w->rank}, {-INFINITY, w->rank}}, oloc[2];
     double sums[3] = {0, 0, 0}, osums[3];
-    lt_slow *mine = malloc(sizeof(lt_slow) * (size_t)run->slow_k);
+    lt_slow *mine = malloc(sizeof(lt_slow) * (size_t)c->slow_k);
     if (!mine)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    for (int i = 0; i < run->slow_k; i++)
+    for (int i = 0; i < c->slow_k; i++)
         mine[i] = (lt_slow){-1, -1, -1};
-    for (int j = run->rank + 1; j < run->size; j++) {
-        double t = run->row[j];
+    for (int j = w->rank + 1; j < w->size; j++) {
+        double t = row[j];
         if (isnan(t))
             continue;
         if (t > loc[0].v)
@@ -74,19 +74,19 @@ static void summarize(lt_run *run)
             loc[1].v = -t;
         sums[0] += t;
         sums[1] += 1;
-        sums[2] += lt_gbits(run->cfg, t);
-        slow_insert(mine, run->slow_k, (lt_slow){t, run->rank, j});
+        sums[2] += lt_gbits(cfg, t);
+        slow_insert(mine, c->slow_k, (lt_slow){t, w->rank, j});
     }
     lt_mpi_check(MPI_Reduce(loc, oloc, 2, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD), "MPI_Reduce");
     lt_mpi_check(MPI_Reduce(sums, osums, 3, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
-    find_slowest(run, mine);
+    find_slowest(c, mine);
     free(mine);
-    if (run->rank == 0) {
-        run->sum.max_t = oloc[0].v;
-        run->sum.min_t = -oloc[1].v;
-        run->sum.npairs = osums[1];
-        run->sum.avg_t = osums[1] ? osums[0] / osums[1] : NAN;
-        run->sum.avg_bw = osums[1] ? osums[2] / osums[1] : 0;
+    if (w->rank == 0) {
+        c->sum.max_t = oloc[0].v;
+        c->sum.min_t = -oloc[1].v;
+        c->sum.npairs = osums[1];
+        c->sum.avg_t = osums[1] ? osums[0] / osums[1] : NAN;
+        c->sum.avg_bw = osums[1] ? osums[2] / osums[1] : 0;
     }
 }
 
@@ -94,33 +94,36 @@ static void summarize(lt_run *run)
 static void retest_slowest(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
-    const lt_slow *slow = run->slow;
+    const lt_world *w = &run->world;
+    lt_collected *c = &run->coll;
+    const lt_slow *slow = c->slow;
+    int rank = w->rank;
     char t1[32], t2[32];
-    if (run->rank == 0 && run->nretest)
+    if (rank == 0 && c->nretest)
         fprintf(cb_human(), "Serial retest of the %d slowest pair%s (first: parallel test, retest: alone):\n",
-               run->nretest, run->nretest == 1 ? "" : "s");
-    for (int k = 0; k < run->nretest; k++) {
-        if (lt_stop_agreed(run)) { /* the pairs not retested count with their parallel time */
-            run->nretest = k;
+               c->nretest, c->nretest == 1 ? "" : "s");
+    for (int k = 0; k < c->nretest; k++) {
+        if (lt_stop_agreed(&run->test.interrupted)) { /* the pairs not retested count with their parallel time */
+            c->nretest = k;
             break;
         }
         int a = (int)slow[k].a, b = (int)slow[k].b;
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
         lt_pair_result r = {-1, 0, 0};
-        if (run->rank == a || run->rank == b)
-            r = lt_pair_exchange(run, run->rank == a ? b : a, -(long)(k + 1));
-        double v[3] = {run->rank == a ? r.t : -1, run->rank == a ? r.errors : 0, run->rank == a ? r.first_bad : 0}, o[3];
+        if (rank == a || rank == b)
+            r = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, rank == a ? b : a, -(long)(k + 1));
+        double v[3] = {rank == a ? r.t : -1, rank == a ? r.errors : 0, rank == a ? r.first_bad : 0}, o[3];
         lt_mpi_check(MPI_Reduce(v, o, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
-        if (run->rank != 0)
+        if (rank != 0)
             continue;
-        run->retest[k] = o[0];
+        c->retest[k] = o[0];
         if (o[1] > 0) {
-            run->err_bytes += o[1];
-            run->err_pairs++;
-            lt_record_error(run, a, b, o[1], o[2], "in the retest");
+            run->errors.bytes += o[1];
+            run->errors.pairs++;
+            lt_record_error(&run->errors, a, b, o[1], o[2], "in the retest");
         }
         fprintf(cb_human(), "%3d: %d <-> %d (%s <-> %s): 1st %s (%.3f Gbit/s)  retest %s (%.3f Gbit/s)  retest/1st %.2f\n",
-               k + 1, a, b, run->hosts + (size_t)a * LT_HOST_LEN, run->hosts + (size_t)b * LT_HOST_LEN,
+               k + 1, a, b, w->hosts + (size_t)a * LT_HOST_LEN, w->hosts + (size_t)b * LT_HOST_LEN,
                lt_fmt_time(slow[k].t, t1, sizeof t1), lt_gbits(cfg, slow[k].t),
                lt_fmt_time(o[0], t2, sizeof t2), lt_gbits(cfg, o[0]), o[0] / slow[k].t);
         fflush(cb_human());
@@ -130,18 +133,19 @@ static void retest_slowest(lt_run *run)
 /* The summary, the slowest pairs and their retest; the run's duration. */
 void lt_collect(lt_run *run)
 {
+    lt_collected *c = &run->coll;
     long num_slowest = run->cfg->num_slowest;
-    run->slow_k = (int)num_slowest + 1;
-    run->slow = malloc(sizeof(lt_slow) * (size_t)run->slow_k);
-    run->retest = malloc(sizeof(double) * (size_t)run->slow_k);
-    if (!run->slow || !run->retest)
+    c->slow_k = (int)num_slowest + 1;
+    c->slow = malloc(sizeof(lt_slow) * (size_t)c->slow_k);
+    c->retest = malloc(sizeof(double) * (size_t)c->slow_k);
+    if (!c->slow || !c->retest)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    summarize(run);
-    lt_phase(run, "search slow");
-    run->nretest = run->nslow < num_slowest ? run->nslow : (int)num_slowest;
-    if (run->interrupted) /* interrupted in the parallel test: no retest */
-        run->nretest = 0;
+    summarize(c, &run->world, run->cfg, run->test.row);
+    lt_phase(&run->mon, &run->world, "search slow");
+    c->nretest = c->nslow < num_slowest ? c->nslow : (int)num_slowest;
+    if (run->test.interrupted) /* interrupted in the parallel test: no retest */
+        c->nretest = 0;
     retest_slowest(run);
-    lt_phase(run, "test slow");
-    run->duration = (cb_now_ns() - run->t0_ns) / 1e9;
+    lt_phase(&run->mon, &run->world, "test slow");
+    run->test.duration = (cb_now_ns() - run->world.t0_ns) / 1e9;
 }

@@ -1,18 +1,11 @@
 /* cb-linktest's schedule (see schedule.h). No MPI here: `cb-linktest --plan`
  * and the unit tests use it as it is. */
 #include "schedule.h"
+#include "../common/cb_hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 void lt_sched_free(lt_sched *s)
 {
@@ -57,7 +50,7 @@ int lt_sched_init(lt_sched *s, int nranks, const int *host_of, int group, int bi
         for (size_t i = 0; i < cap; i++)
             val[i] = -1;
         for (int r = 0; r < nranks; r++) {
-            size_t h = mix64((uint64_t)(uint32_t)host_of[r]) & (cap - 1);
+            size_t h = cb_mix64((uint64_t)(uint32_t)host_of[r]) & (cap - 1);
             while (val[h] >= 0 && key[h] != host_of[r])
                 h = (h + 1) & (cap - 1);
             if (val[h] < 0) {
@@ -116,8 +109,8 @@ void lt_sched_randomize(lt_sched *s, uint64_t seed)
     /* Fisher-Yates with a splitmix64 stream: identical on every rank. */
     uint64_t state = seed;
     for (long k = s->nsteps - 1; k > 0; k--) {
-        state += 0x9e3779b97f4a7c15ULL;
-        uint64_t r = mix64(state);
+        state += CB_GOLDEN_GAMMA;
+        uint64_t r = cb_mix64(state);
         long j = (long)(r % (uint64_t)(k + 1));
         long t = s->order[k];
         s->order[k] = s->order[j];
@@ -284,7 +277,7 @@ int lt_sched_check_sampled(const lt_sched *s, int nsample, uint64_t seed, char *
     int rc = -1;
     for (int k = 0; k < nsample; k++) {
         /* always the first and last rank, the rest spread pseudo-randomly */
-        int r = k == 0 ? 0 : k == 1 ? n - 1 : (int)(mix64(seed + (uint64_t)k) % (uint64_t)n);
+        int r = k == 0 ? 0 : k == 1 ? n - 1 : (int)(cb_mix64(seed + (uint64_t)k) % (uint64_t)n);
         if (nsample == n)
             r = k;
         memset(seen, 0, (size_t)n);

@@ -2,6 +2,7 @@
  * injection read from the environment, host names, the schedule, the buffers;
  * and the tear-down. */
 #include "linktest.h"
+#include "../common/cb_hash.h"
 
 #include <fcntl.h>
 #include <math.h>
@@ -94,7 +95,7 @@ void lt_unmute_stderr(int saved)
  * environment; a bad value is said once, by rank 0, and all ranks end together (exit 2):
  * ranks that each printed and exited at once raced mpirun's abort of the job, which could
  * drop every copy of the message (seen in CI). */
-static void read_fault_env(lt_run *run)
+static void read_fault_env(lt_faults *f, const lt_world *w, const lt_config *cfg)
 {
     char why[512] = "";
     const char *d = getenv("CB_LINKTEST_DELAY");
@@ -102,30 +103,30 @@ static void read_fault_env(lt_run *run)
         int a, b, used = 0;
         double us;
         if (sscanf(p, "%d-%d:%lf%n", &a, &b, &us, &used) != 3 || (p[used] && p[used] != ',') || a < 0 || b < 0 ||
-            a >= run->size || b >= run->size || a == b || us <= 0 || run->ndelay == LT_MAX_DELAYS) {
+            a >= w->size || b >= w->size || a == b || us <= 0 || f->ndelay == LT_MAX_DELAYS) {
             snprintf(why, sizeof why, "CB_LINKTEST_DELAY='%s': expected I-J:USEC (up to %d, comma-separated), "
-                     "two different ranks below %d", d, LT_MAX_DELAYS, run->size);
+                     "two different ranks below %d", d, LT_MAX_DELAYS, w->size);
             break;
         }
-        run->delay_a[run->ndelay] = a;
-        run->delay_b[run->ndelay] = b;
-        run->delay_us[run->ndelay++] = us;
+        f->delay_a[f->ndelay] = a;
+        f->delay_b[f->ndelay] = b;
+        f->delay_us[f->ndelay++] = us;
     }
     const char *c = getenv("CB_LINKTEST_CORRUPT");
     if (c && *c && !why[0]) {
         int r = -1, used = 0;
         long k = 0;
         int got = sscanf(c, "%d%n:%ld%n", &r, &used, &k, &used);
-        if (got < 1 || c[used] || r < 0 || r >= run->size || (got == 2 && (k < 1 || k > run->cfg->nmsg))) {
+        if (got < 1 || c[used] || r < 0 || r >= w->size || (got == 2 && (k < 1 || k > cfg->nmsg))) {
             snprintf(why, sizeof why, "CB_LINKTEST_CORRUPT='%s': expected R or R:K, a rank below %d and a timed "
-                     "message 1..%ld", c, run->size, run->cfg->nmsg);
+                     "message 1..%ld", c, w->size, cfg->nmsg);
         } else {
-            run->corrupt_rank = r;
-            run->corrupt_msg = got == 2 ? k : run->cfg->nmsg;
-            run->corrupt_pending = run->rank == r;
+            f->corrupt_rank = r;
+            f->corrupt_msg = got == 2 ? k : cfg->nmsg;
+            f->corrupt_pending = w->rank == r;
         }
     }
-    lt_all_ok_or_exit(run, !why[0], CB_EXIT_USAGE, why);
+    lt_all_ok_or_exit(w, !why[0], CB_EXIT_USAGE, why);
 }
 
 /* Whether MPI takes GPU memory (Open MPI's extension; other MPIs: assumed not, and the
@@ -142,7 +143,8 @@ int lt_mpi_cuda_aware(void)
 /* MPI_Init and the checks on what it gives: returns 0, or the exit code. */
 int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
 {
-    run->corrupt_rank = -1;
+    lt_world *w = &run->world;
+    run->faults.corrupt_rank = -1;
     /* Open MPI ends the process itself (its message, exit 1) when MPI_Init
      * fails fatally. The usual cause, srun without an MPI plugin, is caught
      * here first: tasks of a step but no PMI in the environment. */
@@ -158,59 +160,59 @@ int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
         return CB_EXIT_CANNOT_RUN;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &run->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &run->size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &w->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &w->size);
     int launched = launcher_size();
-    if (launched > 0 && launched != run->size) {
+    if (launched > 0 && launched != w->size) {
         fprintf(stderr, "cb-linktest: the launcher started %d tasks but MPI connects %d: MPI and the launcher "
-                        "do not work together (under Slurm: srun --mpi=pmix)\n", launched, run->size);
+                        "do not work together (under Slurm: srun --mpi=pmix)\n", launched, w->size);
         MPI_Finalize();
         return CB_EXIT_CANNOT_RUN;
     }
-    if (run->size % 2) {
-        if (run->rank == 0)
+    if (w->size % 2) {
+        if (w->rank == 0)
             fprintf(stderr, "cb-linktest: needs an even number of ranks, got %d (start it with "
-                            "mpirun -n N or srun -n N, N even)\n", run->size);
+                            "mpirun -n N or srun -n N, N even)\n", w->size);
         MPI_Finalize();
         return CB_EXIT_USAGE;
     }
-    read_fault_env(run);
-    cb_iso8601_now(run->started, sizeof run->started);
-    run->t0_ns = cb_now_ns();
+    read_fault_env(&run->faults, w, run->cfg);
+    cb_iso8601_now(w->started, sizeof w->started);
+    w->t0_ns = cb_now_ns();
     return 0;
 }
 
 /* Host numbers in order of first appearance, at rank 0 (hash table, O(N)). */
-static void number_hosts(lt_run *run)
+static void number_hosts(lt_world *w)
 {
     size_t cap = 1;
-    while (cap < (size_t)run->size * 2)
+    while (cap < (size_t)w->size * 2)
         cap <<= 1;
     int *slot = malloc(sizeof(int) * cap);
     if (!slot)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     for (size_t i = 0; i < cap; i++)
         slot[i] = -1;
-    run->nhosts = 0;
-    for (int r = 0; r < run->size; r++) {
-        const char *name = run->hosts + (size_t)r * LT_HOST_LEN;
+    w->nhosts = 0;
+    for (int r = 0; r < w->size; r++) {
+        const char *name = w->hosts + (size_t)r * LT_HOST_LEN;
         uint64_t h = 1469598103934665603ULL;
         for (const char *p = name; *p; p++)
             h = (h ^ (unsigned char)*p) * 1099511628211ULL;
         size_t i = h & (cap - 1);
-        while (slot[i] >= 0 && strcmp(run->hosts + (size_t)slot[i] * LT_HOST_LEN, name) != 0)
+        while (slot[i] >= 0 && strcmp(w->hosts + (size_t)slot[i] * LT_HOST_LEN, name) != 0)
             i = (i + 1) & (cap - 1);
         if (slot[i] < 0) {
             slot[i] = r;
-            run->host_id[r] = run->nhosts++;
+            w->host_id[r] = w->nhosts++;
         } else {
-            run->host_id[r] = run->host_id[slot[i]];
+            w->host_id[r] = w->host_id[slot[i]];
         }
     }
     free(slot);
 }
 
-static void host_names(lt_run *run)
+static void host_names(lt_world *w)
 {
     char me[LT_HOST_LEN] = "";
     /* Under Slurm, the node's name (several slurmd "nodes" may share one machine). */
@@ -219,29 +221,29 @@ static void host_names(lt_run *run)
         snprintf(me, sizeof me, "%s", node);
     else
         cb_hostname(me, sizeof me);
-    if (run->rank == 0) {
-        run->hosts = calloc((size_t)run->size, LT_HOST_LEN);
-        if (!run->hosts)
-            cb_die(CB_EXIT_CANNOT_RUN, "out of memory for %d host names", run->size);
+    if (w->rank == 0) {
+        w->hosts = calloc((size_t)w->size, LT_HOST_LEN);
+        if (!w->hosts)
+            cb_die(CB_EXIT_CANNOT_RUN, "out of memory for %d host names", w->size);
     }
-    lt_mpi_check(MPI_Gather(me, LT_HOST_LEN, MPI_CHAR, run->hosts, LT_HOST_LEN, MPI_CHAR, 0,
+    lt_mpi_check(MPI_Gather(me, LT_HOST_LEN, MPI_CHAR, w->hosts, LT_HOST_LEN, MPI_CHAR, 0,
                             MPI_COMM_WORLD), "MPI_Gather");
-    run->host_id = malloc(sizeof(int) * (size_t)run->size);
-    if (!run->host_id)
+    w->host_id = malloc(sizeof(int) * (size_t)w->size);
+    if (!w->host_id)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
-    if (run->rank == 0)
-        number_hosts(run);
-    lt_mpi_check(MPI_Bcast(run->host_id, run->size, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-    lt_mpi_check(MPI_Bcast(&run->nhosts, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    if (w->rank == 0)
+        number_hosts(w);
+    lt_mpi_check(MPI_Bcast(w->host_id, w->size, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    lt_mpi_check(MPI_Bcast(&w->nhosts, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
 }
 
 /* All ranks agree whether something failed anywhere; exits with code if so. */
-void lt_all_ok_or_exit(const lt_run *run, int ok, int code, const char *what)
+void lt_all_ok_or_exit(const lt_world *w, int ok, int code, const char *what)
 {
     int all = 0;
     lt_mpi_check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce");
     if (!all) {
-        if (run->rank == 0)
+        if (w->rank == 0)
             fprintf(stderr, "cb-linktest: %s\n", what);
         MPI_Finalize();
         exit(code);
@@ -249,80 +251,79 @@ void lt_all_ok_or_exit(const lt_run *run, int ok, int code, const char *what)
 }
 
 /* ---- --num-randomize-tasks: the schedule over permuted task IDs ---------------------- */
-int lt_partner_of(const lt_run *run, int rank, long step)
+int lt_partner_of(const lt_order *o, int rank, long step)
 {
-    if (!run->vid)
-        return lt_partner(&run->sched, rank, step);
-    int q = lt_partner(&run->sched, run->vid[rank], step);
-    return q < 0 ? q : run->rank_of[q];
+    if (!o->vid)
+        return lt_partner(&o->sched, rank, step);
+    int q = lt_partner(&o->sched, o->vid[rank], step);
+    return q < 0 ? q : o->rank_of[q];
 }
 
 /* Pass 0: the ranks in the order they were started; pass p > 0: the p-th permutation of
  * --seed-randomize-tasks (the same on every rank, and in every iteration). The schedule
  * is built over the permuted IDs: rank rank_of[v] plays ID v (its host goes with it). */
-void lt_task_order(lt_run *run, int pass)
+void lt_task_order(lt_order *o, const lt_world *w, const lt_config *cfg, int pass)
 {
-    const lt_config *cfg = run->cfg;
-    int n = run->size, *host_of = run->host_id;
-    if (pass == 0 && run->pass == 0 && run->sched.order)
+    int n = w->size, *host_of = w->host_id;
+    if (pass == 0 && o->pass == 0 && o->sched.order)
         return;
     if (pass > 0) {
-        if (!run->vid) {
-            run->vid = malloc(sizeof(int) * (size_t)n);
-            run->rank_of = malloc(sizeof(int) * (size_t)n);
+        if (!o->vid) {
+            o->vid = malloc(sizeof(int) * (size_t)n);
+            o->rank_of = malloc(sizeof(int) * (size_t)n);
         }
         host_of = malloc(sizeof(int) * (size_t)n);
-        if (!run->vid || !run->rank_of || !host_of)
+        if (!o->vid || !o->rank_of || !host_of)
             cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
         uint64_t x = cb_mix64(cfg->seed_tasks + (uint64_t)pass);
         for (int v = 0; v < n; v++)
-            run->rank_of[v] = v;
+            o->rank_of[v] = v;
         for (int v = n - 1; v > 0; v--) { /* Fisher-Yates */
             x = cb_mix64(x);
-            int j = (int)(x % (uint64_t)(v + 1)), t = run->rank_of[v];
-            run->rank_of[v] = run->rank_of[j];
-            run->rank_of[j] = t;
+            int j = (int)(x % (uint64_t)(v + 1)), t = o->rank_of[v];
+            o->rank_of[v] = o->rank_of[j];
+            o->rank_of[j] = t;
         }
         for (int v = 0; v < n; v++) {
-            run->vid[run->rank_of[v]] = v;
-            host_of[v] = run->host_id[run->rank_of[v]];
+            o->vid[o->rank_of[v]] = v;
+            host_of[v] = w->host_id[o->rank_of[v]];
         }
     } else {
-        free(run->vid);
-        free(run->rank_of);
-        run->vid = run->rank_of = NULL;
+        free(o->vid);
+        free(o->rank_of);
+        o->vid = o->rank_of = NULL;
     }
-    lt_sched_free(&run->sched);
-    int ok = lt_sched_init(&run->sched, n, host_of, cfg->group_host, cfg->bisection) == 0;
-    if (host_of != run->host_id)
+    lt_sched_free(&o->sched);
+    int ok = lt_sched_init(&o->sched, n, host_of, cfg->group_host, cfg->bisection) == 0;
+    if (host_of != w->host_id)
         free(host_of);
     if (!ok)
         cb_die(CB_EXIT_CANNOT_RUN, "cannot build the schedule (out of memory)");
     if (cfg->randomize)
-        lt_sched_randomize(&run->sched, cfg->seed);
-    run->pass = pass;
+        lt_sched_randomize(&o->sched, cfg->seed);
+    o->pass = pass;
 }
 
 /* Pairs tested over all task orders (with --bisection the halves differ between
  * orders): each rank counts its row, O(N) per order. */
-static long long expected_over_orders(lt_run *run)
+static long long expected_over_orders(lt_order *o, const lt_world *w, const lt_config *cfg)
 {
-    int n = run->size;
+    int n = w->size;
     char *seen = calloc((size_t)n, 1);
     if (!seen)
         cb_die(CB_EXIT_CANNOT_RUN, "out of memory");
     long long mine = 0, all = 0;
-    for (int pass = 0; pass <= run->cfg->num_randomize_tasks; pass++) {
-        lt_task_order(run, pass);
-        int me = run->vid ? run->vid[run->rank] : run->rank;
-        for (int j = run->rank + 1; j < n; j++)
-            if (!seen[j] && lt_pair_expected(&run->sched, me, run->vid ? run->vid[j] : j)) {
+    for (int pass = 0; pass <= cfg->num_randomize_tasks; pass++) {
+        lt_task_order(o, w, cfg, pass);
+        int me = o->vid ? o->vid[w->rank] : w->rank;
+        for (int j = w->rank + 1; j < n; j++)
+            if (!seen[j] && lt_pair_expected(&o->sched, me, o->vid ? o->vid[j] : j)) {
                 seen[j] = 1;
                 mine++;
             }
     }
     free(seen);
-    lt_task_order(run, 0);
+    lt_task_order(o, w, cfg, 0);
     lt_mpi_check(MPI_Allreduce(&mine, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
     return all;
 }
@@ -331,38 +332,41 @@ static long long expected_over_orders(lt_run *run)
 void lt_set_up(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
-    host_names(run);
-    lt_task_order(run, 0);
-    run->expected = cfg->num_randomize_tasks ? expected_over_orders(run) : lt_expected_pairs(&run->sched);
-    if (run->expected == 0) {
-        if (run->rank == 0)
+    lt_world *w = &run->world;
+    lt_order *o = &run->order;
+    host_names(w);
+    lt_task_order(o, w, cfg, 0);
+    o->expected = cfg->num_randomize_tasks ? expected_over_orders(o, w, cfg) : lt_expected_pairs(&o->sched);
+    if (o->expected == 0) {
+        if (w->rank == 0)
             fprintf(stderr, "cb-linktest: no pair to test: all %d ranks are on one host "
-                            "(--group-processes-by-hostname tests only pairs on different hosts)\n", run->size);
+                            "(--group-processes-by-hostname tests only pairs on different hosts)\n", w->size);
         MPI_Finalize();
         exit(CB_EXIT_USAGE);
     }
-    run->row = malloc(sizeof(double) * (size_t)run->size);
-    lt_all_ok_or_exit(run, run->row != NULL, CB_EXIT_CANNOT_RUN, "out of memory");
-    for (int r = 0; r < run->size; r++)
-        run->row[r] = NAN;
-    lt_phase(run, "setup");
-    lt_buffers_set_up(run);
-    lt_phase(run, "buffers");
-    lt_report_memory(run);
+    double *row = malloc(sizeof(double) * (size_t)w->size);
+    lt_all_ok_or_exit(w, row != NULL, CB_EXIT_CANNOT_RUN, "out of memory");
+    for (int r = 0; r < w->size; r++)
+        row[r] = NAN;
+    run->test.row = row;
+    lt_phase(&run->mon, w, "setup");
+    lt_buffers_set_up(&run->bufs, cfg, w);
+    lt_phase(&run->mon, w, "buffers");
+    lt_report_memory(&run->mon, w, &run->bufs, cfg);
 }
 
 void lt_tear_down(lt_run *run)
 {
-    free(run->retest);
-    free(run->slow);
-    free(run->row);
-    lt_buffers_free(run);
-    free(run->vid);
-    free(run->rank_of);
-    free(run->task_mem);
-    free(run->a2a_all);
-    free(run->hosts);
-    free(run->host_id);
-    lt_sched_free(&run->sched);
+    free(run->coll.retest);
+    free(run->coll.slow);
+    free(run->test.row);
+    lt_buffers_free(&run->bufs);
+    free(run->order.vid);
+    free(run->order.rank_of);
+    free(run->mon.task_mem);
+    free(run->mon.a2a_all);
+    free(run->world.hosts);
+    free(run->world.host_id);
+    lt_sched_free(&run->order.sched);
     MPI_Finalize();
 }

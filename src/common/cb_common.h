@@ -1,6 +1,8 @@
-/* Shared code of the cobalt-bench kernels: options, clock, results block,
- * JSON document of the kernel contract, and hwloc topology.
- * Exit codes are the kernel contract's (docs/kernel-contract.md). */
+/* Shared code of the cobalt-bench kernels, one section per file of src/common:
+ * messages, numbers, interruption, clock, results block, JSON document and its
+ * envelope, the machine, and the hwloc topology. The option table is in cb_options.h,
+ * the hash in cb_hash.h. Exit codes are the kernel contract's
+ * (docs/kernel-contract.md). */
 #ifndef CB_COMMON_H
 #define CB_COMMON_H
 
@@ -18,14 +20,14 @@
 #define CB_VERSION "0.0.0"
 #endif
 
-/* ---- messages ---------------------------------------------------------- */
+/* ---- messages (cb_msg.c) ------------------------------------------------ */
 extern const char *cb_prog; /* set by each kernel's main */
 void cb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void cb_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void cb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cb_print_version(const char *test_version);
 
-/* ---- numbers: the one strict parser of every kernel (cb_opts.c) -------- */
+/* ---- numbers: the one strict parser of every kernel (cb_number.c) ------ */
 /* Each takes the whole string or nothing: 0, or -1 (no exit) when s is empty, has a
  * space, a sign where none belongs, trailing characters, or a value that does not fit.
  * Nothing wraps: "-1" is not an unsigned number and 18446744073709551616 does not fit in
@@ -37,8 +39,15 @@ int cb_parse_f64(const char *s, double *out);             /* finite decimal; no 
  * next item to item[len] and returns 1; 0 after the last; -1 for an empty item
  * ("", "a,", ",a", "a,,b") or one longer than len - 1. Start with *cursor = the list. */
 int cb_list_next(const char **cursor, const char *seps, char *item, size_t len);
+/* Sizes and durations, as the option table and kernels read them (no exit): 0, or -1
+ * when s is not a valid value. Sizes: a non-negative integer with an optional binary
+ * multiple K, M, G, T (either case; KiB and KB alike mean 1024) and an optional B; no
+ * fractions. Durations: a non-negative number with an optional unit us, ms, s, m
+ * (minutes), h, d; a bare number is seconds. */
+int cb_parse_size(const char *s, uint64_t *out);
+int cb_parse_duration(const char *s, double *seconds);
 
-/* ---- option values: on bad input they exit 2 naming the option -------- */
+/* ---- option values (cb_number.c): on bad input they exit 2 naming the option */
 double cb_opt_double(const char *opt, const char *arg, double min, double max);
 long cb_opt_long(const char *opt, const char *arg, long min, long max);
 uint64_t cb_opt_u64(const char *opt, const char *arg, uint64_t min, uint64_t max); /* base 0 */
@@ -60,19 +69,19 @@ const char *cb_interrupted_name(void); /* "SIGINT", ...; NULL when not interrupt
 int cb_exit_interrupted(void);
 #define CB_EXIT_INTERRUPTED_MIN 129    /* exit codes above 128: interrupted */
 
-/* ---- human output -------------------------------------------------------- */
+/* ---- human output (cb_msg.c) ---------------------------------------------- */
 /* Where progress and the results block go: stdout, or stderr when the JSON document
  * goes to stdout (--json -), so that stdout then holds the document alone.
  * cb_human_output_for_json(json_path) after the options are parsed. */
 void cb_human_output_for_json(const char *json_path);
 FILE *cb_human(void);
 
-/* ---- clock ------------------------------------------------------------- */
+/* ---- clock (cb_time.c) ------------------------------------------------- */
 uint64_t cb_now_ns(void);                  /* CLOCK_MONOTONIC */
 void cb_sleep_until_ns(uint64_t t_ns);     /* absolute, on CLOCK_MONOTONIC */
 void cb_iso8601_now(char *buf, size_t len); /* wall clock, UTC, for "started" */
 
-/* ---- human results block (ends the output) ----------------------------- */
+/* ---- human results block, ending the output (cb_results.c) ------------- */
 void cb_results_begin(FILE *f, const char *test_version);
 void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -82,7 +91,7 @@ void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
  * interrupted. */
 void cb_results_interrupted(FILE *f, const char *what);
 
-/* ---- JSON document ------------------------------------------------------ */
+/* ---- JSON document (cb_json.c) ------------------------------------------ */
 typedef struct cb_json {
     char *buf;
     size_t len, cap;
@@ -104,9 +113,6 @@ void cbj_bool(cb_json *j, const char *key, int val);
 /* "name": {"value": v, "unit": u} inside the metrics object */
 void cbj_metric(cb_json *j, const char *name, double value, const char *unit);
 
-/* Starts the contract's document: test, version, test_version, host, started. */
-void cbj_doc_begin(cb_json *j, const char *test, const char *test_version,
-                   const char *started);
 /* Writes the document to path ("-" = stdout) atomically: a temporary file in
  * the same directory, fsync, rename. Returns 0, or -1 with a message printed;
  * an existing file is left untouched on failure. */
@@ -114,7 +120,38 @@ int cb_json_write(const cb_json *j, const char *path);
 /* Checks before a long run that the JSON path can be written (directory exists). */
 int cb_json_path_ok(const char *path);
 
-/* ---- topology (hwloc) --------------------------------------------------- */
+/* ---- the contract's document around a kernel's parts (cb_envelope.c) ------- */
+/* Starts the contract's document: test, version, test_version, host, started. */
+void cbj_doc_begin(cb_json *j, const char *test, const char *test_version,
+                   const char *started);
+
+/* What every kernel's document carries around its own parts (docs/kernel-contract.md):
+ * test, version, test_version, host, started, duration_s, interrupted, config{}, metrics{},
+ * [the kernel's own top-level keys], compliance{threshold, [...], passed}. */
+typedef struct cb_envelope {
+    const char *test;
+    const char *test_version;
+    const char *started;  /* cb_iso8601_now() at the start of the run */
+    double duration_s;
+    double threshold;     /* NAN when the kernel has no single threshold */
+    int passed;
+    int interrupted;      /* stopped early by a signal (cb_interrupted): "interrupted": true */
+} cb_envelope;
+
+typedef void (*cb_doc_part)(cb_json *j, const void *ctx);
+typedef struct cb_doc_parts {
+    cb_doc_part config;     /* inside "config" */
+    cb_doc_part metrics;    /* inside "metrics" (cbj_metric rows) */
+    cb_doc_part extra;      /* top-level keys of the kernel's own; may be NULL */
+    cb_doc_part compliance; /* further keys beside threshold and passed; may be NULL */
+} cb_doc_parts;
+
+/* Builds the document and writes it to path ("-" = stdout) atomically (cb_json_write).
+ * Returns 0, or -1 with a message printed. */
+int cb_doc_write(const char *path, const cb_envelope *env, const cb_doc_parts *parts,
+                 const void *ctx);
+
+/* ---- topology (hwloc; cb_topo.c) ------------------------------------------ */
 #define CB_MAX_CPUS 4096
 typedef struct cb_numa {
     int os_index;      /* NUMA node number as the OS names it */
@@ -161,24 +198,17 @@ int cb_bind_thread_to_cpulist(const cb_topo *t, const char *cpulist);
 void *cb_alloc_on_nodelist(const cb_topo *t, const char *nodelist, size_t bytes, int *bound);
 void cb_free_on_nodelist(const cb_topo *t, void *p, size_t bytes, int bound);
 
-/* ---- misc --------------------------------------------------------------- */
+/* ---- units ---------------------------------------------------------------- */
 /* The contract's bandwidth unit: Gbit/s, decimal (10^9 bit/s); 0 for no time. */
 static inline double cb_gbits(double bytes, double seconds)
 {
     return seconds > 0 ? bytes * 8 / seconds / 1e9 : 0;
 }
 
+/* ---- the machine (cb_system.c) -------------------------------------------- */
 void cb_hostname(char *buf, size_t len);
 /* The first line of a (sysfs or procfs) file into buf, without its newline; an empty
  * file gives "". 0, or -1 when the file cannot be opened. */
 int cb_read_first_line(const char *path, char *buf, size_t len);
-/* splitmix64: a fast, well-mixed hash for patterns and spot positions */
-static inline uint64_t cb_mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 #endif

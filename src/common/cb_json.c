@@ -1,46 +1,14 @@
-/* The human results block and the --json document of the kernel contract. */
+/* The JSON document builder, and writing a document atomically (--json). */
 #include "cb_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- results block ---------------------------------------------------- */
-void cb_results_begin(FILE *f, const char *test_version)
-{
-    fprintf(f, "----- Test results -----\n");
-    cb_results_line(f, "Test version", "%s", test_version);
-}
-
-void cb_results_line(FILE *f, const char *label, const char *fmt, ...)
-{
-    /* Values start in column 18, as in the compliance document's examples. */
-    char key[64];
-    snprintf(key, sizeof key, "%s:", label);
-    fprintf(f, "%-16s ", key);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fputc('\n', f);
-}
-
-void cb_results_interrupted(FILE *f, const char *what)
-{
-    const char *sig = cb_interrupted_name();
-    if (!sig)
-        return;
-    if (what && *what)
-        cb_results_line(f, "Interrupted", "%s -- %s", sig, what);
-    else
-        cb_results_line(f, "Interrupted", "%s", sig);
-}
 
 /* ---- JSON builder -------------------------------------------------------- */
 void cbj_init(cb_json *j)
@@ -195,18 +163,6 @@ void cbj_metric(cb_json *j, const char *name, double value, const char *unit)
     cbj_num(j, "value", value);
     cbj_str(j, "unit", unit);
     cbj_obj_end(j);
-}
-
-void cbj_doc_begin(cb_json *j, const char *test, const char *test_version, const char *started)
-{
-    char host[256];
-    cb_hostname(host, sizeof host);
-    cbj_obj_begin(j, NULL);
-    cbj_str(j, "test", test);
-    cbj_str(j, "version", CB_VERSION);
-    cbj_str(j, "test_version", test_version);
-    cbj_str(j, "host", host);
-    cbj_str(j, "started", started);
 }
 
 static int dir_of(const char *path, char *out, size_t len)

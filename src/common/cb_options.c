@@ -1,7 +1,6 @@
 /* Options from one table: defaults, parsing, range checks and --help (cb_options.h). */
 #include "cb_options.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <getopt.h>
 #include <math.h>
@@ -31,58 +30,6 @@ static const cb_opt *find_long(const cb_opt *o, const char *name)
         if (o->name && !o->replaced_by && strcmp(o->name, name) == 0)
             return o;
     return NULL;
-}
-
-/* ---- value parsers --------------------------------------------------------- */
-int cb_parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno == ERANGE)
-        return -1;
-    const char *units = "kmgt";
-    const char *u = *end ? strchr(units, *end | 0x20) : NULL;
-    unsigned shift = u ? 10 * (unsigned)(u - units + 1) : 0;
-    if (shift)
-        end++;
-    /* 64K, 64KiB and 64KB all mean 65536: binary multiples, as memory is sized */
-    if (strcmp(end, "B") == 0 || (shift && strcmp(end, "iB") == 0))
-        end += strlen(end);
-    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
-}
-
-int cb_parse_duration(const char *s, double *seconds)
-{
-    static const struct { const char *suffix; double scale; } units[] = {
-        {"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"min", 60}, {"h", 3600}, {"d", 86400}};
-    /* the number through the one strict parser (strtod alone takes "0x10" as 16, and
-     * "nan"), then the unit: the letters at the end (no unit has an 'e', the exponent's) */
-    char num[64];
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] | 0x20) >= 'a' && (s[n - 1] | 0x20) <= 'z' && (s[n - 1] | 0x20) != 'e')
-        n--;
-    if ((*s < '0' || *s > '9') && *s != '.')
-        return -1;
-    if (n == 0 || n >= sizeof num)
-        return -1;
-    memcpy(num, s, n);
-    num[n] = '\0';
-    double v;
-    const char *end = s + n;
-    if (cb_parse_f64(num, &v) != 0 || v < 0)
-        return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (strcmp(end, units[i].suffix) == 0) {
-            *seconds = v * units[i].scale;
-            return 0;
-        }
-    return -1;
 }
 
 /* ---- one value into its field ---------------------------------------------- */
@@ -384,35 +331,4 @@ void cb_opts_help(const cb_cmd *cmd, FILE *f)
     }
     if (cmd->more)
         fprintf(f, "\n%s", cmd->more);
-}
-
-/* ---- the contract's document ------------------------------------------------- */
-int cb_doc_write(const char *path, const cb_envelope *env, const cb_doc_parts *parts,
-                 const void *ctx)
-{
-    cb_json j;
-    cbj_init(&j);
-    cbj_doc_begin(&j, env->test, env->test_version, env->started);
-    cbj_num(&j, "duration_s", env->duration_s);
-    cbj_bool(&j, "interrupted", env->interrupted);
-    cbj_obj_begin(&j, "config");
-    if (parts->config)
-        parts->config(&j, ctx);
-    cbj_obj_end(&j);
-    cbj_obj_begin(&j, "metrics");
-    if (parts->metrics)
-        parts->metrics(&j, ctx);
-    cbj_obj_end(&j);
-    if (parts->extra)
-        parts->extra(&j, ctx);
-    cbj_obj_begin(&j, "compliance");
-    cbj_num(&j, "threshold", env->threshold);
-    if (parts->compliance)
-        parts->compliance(&j, ctx);
-    cbj_bool(&j, "passed", env->passed);
-    cbj_obj_end(&j);
-    cbj_obj_end(&j);
-    int rc = cb_json_write(&j, path);
-    cbj_free(&j);
-    return rc;
 }

@@ -91,38 +91,4 @@ void cb_opts_help(const cb_cmd *cmd, FILE *f);
  * given on the command line of the last cb_opts_parse(). */
 int cb_opts_given(const cb_cmd *cmd, const char *name);
 
-/* Value parsers shared by the table and by kernels (no exit): 0, or -1 when s is not a
- * valid value. Sizes: a non-negative integer with an optional binary multiple K, M, G, T
- * (either case; KiB and KB alike mean 1024) and an optional B; no fractions. Durations: a non-negative number
- * with an optional unit us, ms, s, m (minutes), h, d; a bare number is seconds. */
-int cb_parse_size(const char *s, uint64_t *out);
-int cb_parse_duration(const char *s, double *seconds);
-
-/* ---- the contract's JSON document --------------------------------------- */
-/* What every kernel's document carries around its own parts (docs/kernel-contract.md):
- * test, version, test_version, host, started, duration_s, interrupted, config{}, metrics{},
- * [the kernel's own top-level keys], compliance{threshold, [...], passed}. */
-typedef struct cb_envelope {
-    const char *test;
-    const char *test_version;
-    const char *started;  /* cb_iso8601_now() at the start of the run */
-    double duration_s;
-    double threshold;     /* NAN when the kernel has no single threshold */
-    int passed;
-    int interrupted;      /* stopped early by a signal (cb_interrupted): "interrupted": true */
-} cb_envelope;
-
-typedef void (*cb_doc_part)(cb_json *j, const void *ctx);
-typedef struct cb_doc_parts {
-    cb_doc_part config;     /* inside "config" */
-    cb_doc_part metrics;    /* inside "metrics" (cbj_metric rows) */
-    cb_doc_part extra;      /* top-level keys of the kernel's own; may be NULL */
-    cb_doc_part compliance; /* further keys beside threshold and passed; may be NULL */
-} cb_doc_parts;
-
-/* Builds the document and writes it to path ("-" = stdout) atomically (cb_json_write).
- * Returns 0, or -1 with a message printed. */
-int cb_doc_write(const char *path, const cb_envelope *env, const cb_doc_parts *parts,
-                 const void *ctx);
-
 #endif

@@ -1,8 +1,6 @@
 /* Interrupting a measurement: SIGINT, SIGTERM and SIGHUP ask the kernel to stop, so
  * that it can print its results block marked interrupted and write its JSON document
- * with "interrupted": true (docs/kernel-contract.md); a second signal ends it at once.
- * And where the human output goes: stdout, or stderr when the JSON document is
- * written to stdout (--json -), so that stdout holds only the document. */
+ * with "interrupted": true (docs/kernel-contract.md); a second signal ends it at once. */
 #include "cb_common.h"
 
 #include <signal.h>
@@ -47,16 +45,4 @@ const char *cb_interrupted_name(void)
 int cb_exit_interrupted(void)
 {
     return 128 + (cb_interrupted ? cb_interrupted : SIGINT);
-}
-
-static int human_to_stderr;
-
-void cb_human_output_for_json(const char *json_path)
-{
-    human_to_stderr = json_path && strcmp(json_path, "-") == 0;
-}
-
-FILE *cb_human(void)
-{
-    return human_to_stderr ? stderr : stdout;
 }

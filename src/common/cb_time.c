@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <time.h>
-#include <unistd.h>
 
 uint64_t cb_now_ns(void)
 {
@@ -26,11 +25,4 @@ void cb_iso8601_now(char *buf, size_t len)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void cb_hostname(char *buf, size_t len)
-{
-    if (gethostname(buf, len) != 0)
-        snprintf(buf, len, "unknown");
-    buf[len - 1] = '\0';
 }

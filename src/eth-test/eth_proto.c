@@ -1,6 +1,7 @@
 /* eth-test's datagram format, parser and per-stream accounting (see eth_proto.h). */
 #include "eth_proto.h"
 #include "../common/cb_common.h"
+#include "../common/cb_hash.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,12 @@
 # dependency (no hwloc: they link libcbcommon.a only, never $(TOPO_OBJ)); always built.
 KERNELS += eth-test-send eth-test-receive
 ETH_OBJ := $(BUILD)/eth-test/eth_proto.o $(BUILD)/eth-test/eth_net.o
-$(BUILD)/eth-test/%.o: src/eth-test/eth_proto.h src/eth-test/eth_net.h
+# Each program: its main file with its stages, and its option table.
+ETH_SEND_OBJ := $(patsubst %,$(BUILD)/eth-test/%.o,eth-test-send send_options)
+ETH_RECEIVE_OBJ := $(patsubst %,$(BUILD)/eth-test/%.o,eth-test-receive receive_options receive_plan \
+	receive_thread receive_report)
+$(BUILD)/eth-test/%.o: src/eth-test/eth_proto.h src/eth-test/eth_net.h src/eth-test/send_options.h \
+	src/eth-test/receive_options.h src/eth-test/receive.h
 
 # The preflight's sysctl tips have one list, read by `cobalt-bench preflight` too:
 # python/cobalt_bench/data/net-sysctls.tsv (name TAB minimum TAB note). It becomes
@@ -21,10 +26,10 @@ $(ETH_SYSCTLS_H): $(ETH_SYSCTLS_TSV) src/eth-test/kernel.mk
 $(BUILD)/eth-test/eth_net.o: $(ETH_SYSCTLS_H)
 $(BUILD)/eth-test/eth_net.o: CFLAGS += -I$(BUILD)/eth-test
 
-$(BIN)/eth-test-send: $(BUILD)/eth-test/eth-test-send.o $(ETH_OBJ) $(COMMON_LIB)
+$(BIN)/eth-test-send: $(ETH_SEND_OBJ) $(ETH_OBJ) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
-$(BIN)/eth-test-receive: $(BUILD)/eth-test/eth-test-receive.o $(ETH_OBJ) $(COMMON_LIB)
+$(BIN)/eth-test-receive: $(ETH_RECEIVE_OBJ) $(ETH_OBJ) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -24,7 +24,9 @@ $(BIN)/cb-pcie-links: $(BUILD)/gpu-copy/pcie-links.o $(BUILD)/gpu-copy/pcie.o $(
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(GPUCOPY_LIB) $(BUILD)/gpu-copy/gpu-copy.o: $(GPUCOPY_HDR)
+# The program's host side: the stages over the run state (run.h), the options, the links.
+GPUCOPY_PROG := $(patsubst %,$(BUILD)/gpu-copy/%.o,gpu-copy options links explain report)
+$(GPUCOPY_LIB) $(GPUCOPY_PROG): $(GPUCOPY_HDR)
 
 # The plain-C parts' unit tests (links, sysfs, the one link rule, the plan): no hwloc.
 $(BUILD)/tests/test_gpu_copy: tests/c/test_gpu_copy.c tests/c/cb_test.h $(GPUCOPY_LIB) $(GPUCOPY_HDR) $(COMMON_LIB)
@@ -35,21 +37,21 @@ CTESTS += $(BUILD)/tests/test_gpu_copy
 
 ifeq ($(HWLOC_OK),yes)
 # gpu-copy with a host-memory stand-in for CUDA (tests/c/test_gpu_copy_fake_cuda.h): the
-# real program end to end without a GPU, for tests/test_gpu_copy.py. Built with ctest.
-$(BUILD)/tests/gpu-copy-sim: src/gpu-copy/engine.cu tests/c/test_gpu_copy_fake_cuda.h $(BUILD)/gpu-copy/gpu-copy.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
+# real program end to end without a GPU, for tests/kernels/gpu_copy/. Built with ctest.
+$(BUILD)/tests/gpu-copy-sim: src/gpu-copy/engine.cu tests/c/test_gpu_copy_fake_cuda.h $(GPUCOPY_PROG) $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -g -std=c++17 -Wall -Wextra -Wno-unused-parameter -pthread -DGC_FAKE_CUDA \
 	    -include tests/c/test_gpu_copy_fake_cuda.h -x c++ -c -o $@-engine.o $<
-	$(CXX) -pthread -o $@ $(BUILD)/gpu-copy/gpu-copy.o $@-engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB) $(HWLOC_LIBS) -lm
+	$(CXX) -pthread -o $@ $(GPUCOPY_PROG) $@-engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB) $(HWLOC_LIBS) -lm
 $(BUILD)/tests/test_gpu_copy: $(BUILD)/tests/gpu-copy-sim
 
 ifeq ($(NVCC_OK),yes)
 KERNELS += gpu-copy
-$(BUILD)/gpu-copy/engine.o: src/gpu-copy/engine.cu $(GPUCOPY_HDR) src/common/cb_common.h VERSION
+$(BUILD)/gpu-copy/engine.o: src/gpu-copy/engine.cu $(GPUCOPY_HDR) $(wildcard src/common/*.h) VERSION
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -c -o $@ $<
 
-$(BIN)/gpu-copy: $(BUILD)/gpu-copy/gpu-copy.o $(BUILD)/gpu-copy/engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
+$(BIN)/gpu-copy: $(GPUCOPY_PROG) $(BUILD)/gpu-copy/engine.o $(GPUCOPY_LIB) $(TOPO_OBJ) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(NVCC) $(NVCC_ARCH) -o $@ $^ $(HWLOC_LIBS) -lpthread -lm
 else

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/cb_hash.h"
+
 #ifdef __CUDACC__
 #define GC_HD static inline __host__ __device__
 #else
@@ -37,13 +39,11 @@ enum gc_kind { GC_WRITE, GC_READ, GC_BIDIR, GC_NKINDS };
 enum gc_dir { GC_H2D, GC_D2H };
 
 /* ---- values ------------------------------------------------------------------ */
-/* The pattern word at host word index `word` (splitmix64 of seed + index). */
+/* The pattern word at host word index `word`: splitmix64's output function of seed +
+ * word increments (cb_hash.h). */
 GC_HD uint64_t gc_pattern(uint64_t seed, uint64_t word)
 {
-    uint64_t x = seed + word * 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+    return cb_mix64_final(seed + word * CB_GOLDEN_GAMMA);
 }
 
 /* What a region holds. Device side: region chunk c holds pattern chunk

@@ -362,7 +362,7 @@ static uint64_t run_block(worker *w, job *j)
     size_t slot = j->next_k % j->slots, bytes = j->st.block_bytes, words = bytes / 8;
     char *src = j->src ? j->src + slot * j->stride : NULL;
     char *dst = j->dst ? j->dst + slot * j->stride : NULL;
-    uint64_t seed = mt_mix(j->seed_base + j->next_k);
+    uint64_t seed = cb_mix64(j->seed_base + j->next_k);
     size_t es = run->cfg.p.sample_bytes;
     uint64_t t0, t1, traffic = bytes;
     int bad = 0;

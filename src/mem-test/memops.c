@@ -394,7 +394,7 @@ void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t e
 static void tag_bytes(uint64_t seed, int k, unsigned char *out, size_t esize)
 {
     for (size_t b = 0; b < esize; b += 8) {
-        uint64_t v = mt_mix(seed ^ ((uint64_t)k << 48) ^ b);
+        uint64_t v = cb_mix64(seed ^ ((uint64_t)k << 48) ^ b);
         memcpy(out + b, &v, esize - b < 8 ? esize - b : 8);
     }
 }
@@ -468,7 +468,7 @@ void mt_stamp_sum(uint64_t *buf, size_t nwords, uint64_t seed, uint64_t *expecte
 {
     for (int k = 0; k < MT_SPOTS; k++) {
         size_t p = mt_spot(seed, k, nwords);
-        uint64_t v = mt_mix(seed ^ ((uint64_t)k << 48));
+        uint64_t v = cb_mix64(seed ^ ((uint64_t)k << 48));
         *expected_sum += v - buf[p];
         buf[p] = v;
     }

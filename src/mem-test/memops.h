@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/cb_hash.h"
+
 /* dst[i] = seed + i for nwords 64-bit words (streaming stores where available). */
 void mt_fill(uint64_t *dst, size_t nwords, uint64_t seed);
 /* Sum of nwords 64-bit words (wrapping). */
@@ -47,14 +49,6 @@ int mt_check_fill(const uint64_t *dst, size_t nwords, uint64_t seed);
  * must equal *expected_sum. */
 void mt_stamp_sum(uint64_t *buf, size_t nwords, uint64_t seed, uint64_t *expected_sum);
 
-static inline uint64_t mt_mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static inline size_t mt_spot(uint64_t seed, int k, size_t n)
 {
     /* Spot 0 and 1 are the first and last element: a truncated copy is always caught. */
@@ -62,7 +56,7 @@ static inline size_t mt_spot(uint64_t seed, int k, size_t n)
         return 0;
     if (k == 1)
         return n - 1;
-    return (size_t)(mt_mix(seed * 31 + (uint64_t)k) % n);
+    return (size_t)(cb_mix64(seed * 31 + (uint64_t)k) % n);
 }
 
 #endif

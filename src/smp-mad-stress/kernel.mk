@@ -20,20 +20,24 @@ $(BUILD)/smp-mad-stress/%.o: $(SMT_HEADERS)
 ifeq ($(UMAD_OK),yes)
 KERNELS += smp-mad-stress
 $(BUILD)/smp-mad-stress/umad_transport.o: CFLAGS += $(UMAD_CFLAGS)
-$(BIN)/smp-mad-stress: $(BUILD)/smp-mad-stress/smp-mad-stress.o $(BUILD)/smp-mad-stress/umad_transport.o \
-                       $(SMT_CORE) $(COMMON_LIB)
+$(BIN)/smp-mad-stress: $(BUILD)/smp-mad-stress/smp-mad-stress.o $(BUILD)/smp-mad-stress/options.o \
+                       $(BUILD)/smp-mad-stress/umad_transport.o $(SMT_CORE) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(LDLIBS)
 
 ifeq ($(SMT_MPI_OK),yes)
 KERNELS += smp-mad-stress-mpi
-# compiled apart with mpicc: the MPI build of the main program only
+# compiled apart with mpicc: the MPI build of the main program only; its option table
+# (its name and help differ) with SMT_WITH_MPI too, needing no MPI
 $(BUILD)/smp-mad-stress-mpi/smp-mad-stress.o: $(SMT_SRC_DIR)/smp-mad-stress.c $(SMT_HEADERS) \
                                               $(wildcard src/common/*.h) VERSION
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -DSMT_WITH_MPI -c -o $@ $<
-$(BIN)/smp-mad-stress-mpi: $(BUILD)/smp-mad-stress-mpi/smp-mad-stress.o $(BUILD)/smp-mad-stress/umad_transport.o \
-                           $(SMT_CORE) $(COMMON_LIB)
+$(BUILD)/smp-mad-stress-mpi/options.o: $(SMT_SRC_DIR)/options.c $(SMT_HEADERS) $(wildcard src/common/*.h) VERSION
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DSMT_WITH_MPI -c -o $@ $<
+$(BIN)/smp-mad-stress-mpi: $(BUILD)/smp-mad-stress-mpi/smp-mad-stress.o $(BUILD)/smp-mad-stress-mpi/options.o \
+                           $(BUILD)/smp-mad-stress/umad_transport.o $(SMT_CORE) $(COMMON_LIB)
 	@mkdir -p $(BIN)
 	$(MPICC) $(CFLAGS) -o $@ $^ $(UMAD_LIBS) $(LDLIBS)
 else

@@ -1,6 +1,7 @@
 /* The simulated fabric, a transport without InfiniBand: see sim_transport.h. */
 #include "sim_state.h"
 #include "../common/cb_common.h"
+#include "../common/cb_hash.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -5,6 +5,7 @@
  * past the end is reported. Deterministic (fixed seeds): a failure reproduces. */
 #include "cb_test.h"
 #include "common/cb_common.h"
+#include "common/cb_hash.h"
 #include "eth-test/eth_proto.h"
 #include "test_eth.h"
 

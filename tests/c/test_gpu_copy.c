@@ -315,6 +315,14 @@ static void test_layout(void)
     CHECK(gc_layout_make(&l, 0, 0, 0) != NULL);
 }
 
+/* The pattern words, pinned: gpu-copy's verification compares against them. */
+static void test_pattern_words(void)
+{
+    CHECK(gc_pattern(0, 0) == 0);
+    CHECK(gc_pattern(99, 5) == 0x2b88fba386c0f8f4ULL);
+    CHECK(gc_pattern(0x1234, ~0ULL) == 0x3a6a0fbd1dbecc8cULL);
+}
+
 /* One phase on host memory: preparation, K iterations of copies (one lost in the last
  * iteration if asked), then the plan's checks. Returns the wrong words found. */
 static uint64_t simulate(const gc_layout *l, int kind, uint64_t K, int lose_last)
@@ -436,6 +444,7 @@ int main(void)
     test_endpoints();
     test_sysfs_errors();
     test_layout();
+    test_pattern_words();
     test_plan();
     test_options();
     CBT_DONE();

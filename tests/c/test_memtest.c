@@ -113,6 +113,9 @@ static void test_transpose_shape(size_t rows, size_t cols, size_t es)
 
 static void test_verification(void)
 {
+    /* the spot positions, pinned: the tags must stay where they always were */
+    CHECK(mt_spot(7, 0, 1000) == 0 && mt_spot(7, 1, 1000) == 999);
+    CHECK(mt_spot(7, 3, 1000) == 300 && mt_spot(12345, 7, 1u << 20) == 500997);
     const size_t rows = 128, cols = 1125, n = rows * cols;
     uint64_t *s = aligned(n * 8), *d = aligned(n * 8);
     mt_fill(s, n, 5);

@@ -7,7 +7,7 @@ the EESSI test-suite hold theirs. A check file imports only `reframe` and this p
 
     @rfm.simple_test
     class MemTest(KernelJsonTest):
-        kernel = 'mem-test'       # executable, JSON file and site setting follow from it
+        kernel = 'mem-test'   # executable, JSON file, site setting, metrics: its descriptor
         ...
 
   KernelJsonTest   a cobalt-bench kernel, judged by its --json document (kernel.py)
@@ -18,7 +18,7 @@ the EESSI test-suite hold theirs. A check file imports only `reframe` and this p
                    (settings.py: SETTINGS, settings.describe())
   Site             what every site configuration shares (site.py)
 
-The parsers of the tools' outputs are in cobalt_bench.parsers (no ReFrame there).
+The parsers of the tools' outputs are in cobalt_bench.tools (no ReFrame there).
 '''
 
 from .dolphin import DolphinAllNodes, DolphinPair, DolphinTest

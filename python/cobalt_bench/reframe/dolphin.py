@@ -20,7 +20,7 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from ..parsers import dolphin as outputs
+from ..tools import dolphin as outputs
 from .settings import SiteSettings
 
 __all__ = ['DolphinTest', 'DolphinAllNodes', 'DolphinPair']

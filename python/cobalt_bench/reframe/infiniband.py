@@ -7,7 +7,7 @@ Which ports: the check's `ports` (-S ports=...), else the site setting `ib_ports
 (['mlx4_0:1', 'mlx4_1:1'], a site that knows its nodes), else every port in
 /sys/class/infiniband of the machine ReFrame runs on; fewer than two devices: skipped,
 saying so. Each port sends once, to a port of another device (on another PCI card where
-sysfs tells): cobalt_bench.parsers.ib_ports. More ib_write_bw options: the site setting
+sysfs tells): cobalt_bench.tools.ib_ports. More ib_write_bw options: the site setting
 `ib_write_bw_opts` (-S ib_write_bw_opts=...).
 
 Performance variables (Gb/s): bw_average and bw_peak, the lowest of all sending ports, and
@@ -24,7 +24,7 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from ..parsers import ib_ports, perftest
+from ..tools import ib_ports, perftest
 from .settings import SiteSettings
 
 __all__ = ['PORT_RUNNER', 'IbWriteBwTest']

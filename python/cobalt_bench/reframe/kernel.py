@@ -12,16 +12,16 @@ from the human text. What a site is judged by comes from the site:
 The kernel comes from PATH, which the site provides (the `cobalt-bench` module, or PATH in
 the partition's env_vars).
 
-What follows from the kernel's name is derived from it: a check sets `kernel = 'mem-test'`
-and gets `executable = 'mem-test'`, `json_file = 'mem-test.json'` and the site setting
-`opts_extra = 'mem_test_opts'`; it sets any of them only where it differs.
+What follows from the kernel's name is derived from its descriptor (cobalt_bench.kernels):
+a check sets `kernel = 'mem-test'` and gets `executable = 'mem-test'`, `json_file =
+'mem-test.json'`, the site setting `opts_extra = 'mem_test_opts'` and the metrics its
+document must carry (`metric_units`); it sets any of them only where it differs.
 
     from cobalt_bench.reframe import KernelJsonTest
 
     @rfm.simple_test
     class MemTest(KernelJsonTest):
         kernel = 'mem-test'
-        metric_units = {'measured_speed': 'Gbit/s', ...}
 '''
 
 import json
@@ -34,7 +34,8 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from .. import paths
+from .. import kernels, paths
+from ..judging import sanity
 from .settings import SETTINGS, SiteSettings
 
 __all__ = ['KernelJsonTest']
@@ -64,20 +65,21 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
     #: Kernel options; None: the partition's extras[opts_extra] (or the setting's default).
     kernel_opts = variable(str, type(None), value=None)
 
-    #: The site setting (partition extras key) holding this kernel's options; None:
-    #: '<kernel>_opts' with '-' as '_' (mem-test: 'mem_test_opts').
+    #: The site setting (partition extras key) holding this kernel's options; None: the
+    #: descriptor's (kernels.<kernel>.KERNEL.options_setting: mem-test's 'mem_test_opts').
     opts_extra = variable(str, type(None), value=None)
 
     #: Name of the kernel's JSON document in the stage directory; None: '<kernel>.json'.
     json_file = variable(str, type(None), value=None)
 
-    #: Metrics the document must have, with the unit the contract gives them. Every other
-    #: numeric metric becomes a performance variable too (recorded, and judged where the
-    #: site's references name it).
-    metric_units = variable(dict, value={})
+    #: Metrics the document must have, with the unit the contract gives them; None: the
+    #: descriptor's (kernels.<kernel>.KERNEL.metrics). Every other numeric metric becomes
+    #: a performance variable too (recorded, and judged where the site's references name
+    #: it).
+    metric_units = variable(dict, type(None), value=None)
 
     #: Exit codes that mean "ran" (judged by references): 0 compliant, 1 not compliant.
-    ran_exit_codes = variable(list, value=[0, 1])
+    ran_exit_codes = variable(list, value=list(sanity.RAN_EXIT_CODES))
 
     #: One task with every CPU of the node (for kernels that place their own threads).
     whole_node = variable(bool, value=False)
@@ -90,8 +92,12 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
     def derive_from_kernel(self):
         if not hasattr(self, 'executable'):     # a check that names none runs the kernel
             self.executable = self.kernel
+        descriptor = kernels.KERNELS.get(self.kernel)
         if self.opts_extra is None:
-            self.opts_extra = self.kernel.replace('-', '_') + '_opts'
+            self.opts_extra = (descriptor.options_setting if descriptor else
+                               self.kernel.replace('-', '_') + '_opts')
+        if self.metric_units is None:
+            self.metric_units = dict(descriptor.metrics) if descriptor else {}
         if self.opts_extra not in SETTINGS:
             raise ValueError(f'{type(self).__name__}: opts_extra {self.opts_extra!r} is not '
                              'a site setting (declare it in cobalt_bench.reframe.settings)')
@@ -152,26 +158,17 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         # 0 (compliant) and 1 (not compliant) are runs to judge against the references;
         # 2 (usage error), 3 (cannot run) or anything else is not.
         if self.job.exitcode not in self.ran_exit_codes:
-            raise SanityError(f'{self.kernel} did not run: exit code {self.job.exitcode}')
+            raise SanityError(sanity.not_run_reason(self.kernel, self.job.exitcode))
 
         doc = self._doc()
-        metrics = doc.get('metrics', {})
-        missing = [m for m in self.metric_units if m not in metrics]
-        wrong_units = [f'{m} ({metrics[m].get("unit")!r}, expected {u!r})'
-                       for m, u in self.metric_units.items()
-                       if m in metrics and metrics[m].get('unit') != u]
+        problems = sanity.document_problems(doc, self.kernel, self.metric_units)
+        errors = sanity.verification_errors(doc)
         checks = [
-            sn.assert_eq(doc.get('test'), self.kernel,
-                         msg=f'JSON result is not from {self.kernel}: test={{0!r}}'),
-            sn.assert_false(missing, msg=f'JSON result lacks metrics {missing}'),
-            sn.assert_false(wrong_units,
-                            msg=f'JSON metrics in unexpected units: {wrong_units}'),
+            sn.assert_false(problems, msg='; '.join(problems)),
             sn.assert_found(r'^----- Test results -----$', self.stdout,
                             msg='no results block in stdout'),
+            sn.assert_false(errors, msg=sanity.verification_reason(self.kernel, errors)),
         ]
-        if 'verification_errors' in metrics:
-            checks.append(sn.assert_eq(metrics['verification_errors'].get('value'), 0,
-                                       msg=f'{self.kernel} found {{0}} verification errors'))
         return sn.all(checks)
 
     @run_before('performance')

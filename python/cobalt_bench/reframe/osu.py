@@ -5,7 +5,7 @@ Where OSU comes from: the partition's environment (its modules, as on the SJTU c
 `module load osu-micro-benchmarks/...` puts the binaries on PATH), or, in an environment
 without modules, a build found on the machine ReFrame runs on: under $COBALT_OSU_PATH or
 the site setting `osu_path` (an install prefix or build tree, OSU 5.x or 7.x layout), or on
-PATH (cobalt_bench.parsers.osu_install). Found nowhere: the check is skipped, saying so.
+PATH (cobalt_bench.tools.osu_install). Found nowhere: the check is skipped, saying so.
 
 Site settings: mpi_launcher_options, osu_opts, osu_sizes, osu_path, osu_env_vars (see
 cobalt_bench.reframe.settings); -S osu_opts='...' and -S sizes=1,8,1024 override the first
@@ -25,7 +25,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
-from ..parsers import osu, osu_install
+from ..tools import osu, osu_install
 from .settings import SiteSettings
 
 __all__ = ['OsuBenchmark']

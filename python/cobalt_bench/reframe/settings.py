@@ -27,6 +27,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after
 from reframe.core.exceptions import ConfigError
 
+from .. import kernels
+
 __all__ = ['DOLPHIN', 'REFRAME_EXTRAS', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
            'check_system', 'describe', 'shell_words', 'value', 'values_of_partitions']
 
@@ -80,15 +82,10 @@ DOLPHIN = (
 )
 
 _SETTINGS = [
-    # Kernels of cobalt-bench (KernelJsonTest): options for the kernel, split like a shell.
-    Setting('mem_test_opts', str, '',
-            "mem-test options (MemTest); '': mem-test's defaults, the compliance workload"),
-    Setting('gpu_copy_opts', str, '',
-            "gpu-copy options (GpuCopy); '': every GPU, the compliance workload"),
-    Setting('preflight_opts', str, '',
-            "`cobalt-bench preflight` options (Preflight), e.g. '--interface ens1f0'"),
-    Setting('eth_test_receive_opts', str, '',
-            "eth-test-receive options (EthTest); '': compliant at >= 9.00 Gbit/s, 0% loss"),
+    # Kernels of cobalt-bench (KernelJsonTest): options for the kernel, split like a shell,
+    # one per kernel's descriptor (cobalt_bench.kernels).
+    *(Setting(k.options_setting, str, k.options_default, k.options_doc)
+      for k in kernels.KERNELS.values()),
     Setting('eth_test_send_opts', str, '',
             "eth-test-send options (EthTest); '': the compliance load (12 streams, 9 Gbit/s)"),
     Setting('eth_test_interfaces', _STR_LIST, [],
@@ -96,9 +93,6 @@ _SETTINGS = [
     Setting('eth_test_sender', str, '',
             "command prefix that starts eth-test-send on the sending machine, e.g. 'ssh "
             "sender01'; '': on this node (tests the receiving software, not the NIC)"),
-    Setting('linktest_opts', str, '-w 2 -n 4 -s 16777216',
-            'cb-linktest options (CbLinkTest); the default: 16 MiB messages, as JSC '
-            "LinkTest's example"),
     Setting('linktest_tasks', int, 2, 'cb-linktest tasks in all (an even number)'),
     Setting('linktest_tasks_per_node', int, 1,
             'cb-linktest tasks per node (1: every pair is a node pair)'),
@@ -121,11 +115,6 @@ _SETTINGS = [
             "ports IbWriteBw sends from ('device:port'); none: every port in "
             '/sys/class/infiniband'),
     Setting('ib_write_bw_opts', str, '', "more ib_write_bw options for both sides, e.g. '-F'"),
-    # InfiniBand subnet management (SmpMadStress).
-    Setting('smp_mad_stress_opts', str, '',
-            "smp-mad-stress options with the destinations and attribute, e.g. '-d 10 -L "
-            "9,12,17 NodeInfo' (the job's environment variables expand); '': skipped, "
-            'saying so (the destinations are the fabric\'s, no default fits)'),
     # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
     Setting('dolphin', dict, {}, 'the Dolphin interconnect of the partition: ' +
             ', '.join(s.name for s in DOLPHIN), keys=DOLPHIN),

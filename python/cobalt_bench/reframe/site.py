@@ -27,7 +27,7 @@ differently, copy the site directory and edit the copy's references.yaml; never 
 
 A site config ends with `site_configuration = SITE.checked({...})`: the site's
 references.yaml and compliance.yaml are validated by cobalt-bench's one loader
-(cobalt_bench.references) when ReFrame loads the configuration, so that a reference that
+(cobalt_bench.site) when ReFrame loads the configuration, so that a reference that
 would judge nothing (a check or partition key misspelt, a bound ReFrame would reject, an
 empty file, a required check without reference) stops the run before it starts, with the
 file, check, partition and metric named, instead of passing with nothing judged.
@@ -37,6 +37,7 @@ import os
 import time
 
 from .. import paths
+from ..store import perflog
 
 
 class Site:
@@ -62,31 +63,26 @@ class Site:
 
     def checked(self, configuration):
         '''The site configuration, once this site's references and compliance definition
-        are valid for its system and partitions (cobalt_bench.references.ReferenceError
+        are valid for its system and partitions (cobalt_bench.site.SiteError
         otherwise, which ReFrame reports as a configuration error).'''
         from reframe.core.exceptions import ConfigError
 
-        from .. import CannotRun, references
+        from .. import site
+        from ..errors import CannotRun
         try:
-            systems, partitions = references.systems_of(configuration, self.dir)
-            references.validate(self.dir, systems, partitions)
+            systems, partitions = site.systems_of(configuration, self.dir)
+            site.validate(self.dir, systems, partitions)
         except CannotRun as err:
             # ReFrame says "failed to load configuration: <this>" and exits 1.
             raise ConfigError(str(err)) from None
         return configuration
 
     def _run_prefix(self):
-        '''results/<site>/<run-id>: $COBALT_BENCH_RESULTS, else the tree's results/
-        (a checkout), else ./results (an install tree is usually not writable).'''
-        base = os.environ.get('COBALT_BENCH_RESULTS')
-        if not base:
-            base = os.path.join(self.root, 'results')
-            if not os.access(base if os.path.isdir(base) else self.root, os.W_OK):
-                base = os.path.join(os.getcwd(), 'results')
-
+        '''results/<site>/<run-id> in the results store (paths.results_dir: the same rule
+        that `cobalt-bench report` and `runs` read by).'''
         run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
                   f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
-        return os.path.join(os.path.abspath(base), self.name, run_id)
+        return os.path.join(paths.results_dir(), self.name, run_id)
 
     def storage(self):
         '''ReFrame's results database (for `reframe --performance-compare` and
@@ -115,11 +111,8 @@ class Site:
                     'basedir': os.path.join(self.prefix, 'perflogs'),
                     'prefix': '%(check_system)s/%(check_partition)s',
                     'level': 'info',
-                    'format': ('%(check_result)s|%(check_job_completion_time)s|'
-                               '%(check_name)s|%(check_jobid)s|%(check_perfvalues)s'),
-                    'format_perfvars': ('%(check_perf_value)s|%(check_perf_unit)s|'
-                                        '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
-                                        '%(check_perf_upper_thres)s|'),
+                    'format': perflog.FORMAT,
+                    'format_perfvars': perflog.FORMAT_PERFVARS,
                     'append': True,
                 },
             ],

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-'''Writes the sysfs/procfs trees `compliant/` and `noncompliant/` that tests/test_preflight.py
-judges with `cobalt-bench preflight --root`.
+'''Writes the sysfs/procfs trees `compliant/` and `noncompliant/` that
+tests/python/preflight/test_preflight.py judges with `cobalt-bench preflight --root`.
 
 No machine with GPUs, 10GbE NICs, InfiniBand and a cpufreq driver was at hand, so these two
 trees are written here rather than recorded: with the layout that `cobalt-bench preflight

@@ -20,7 +20,7 @@ from spack_repo.builtin.build_systems.makefile import MakefilePackage
 from spack.package import *
 
 # Releases: version -> (the commit `make dist DIST_REF=<commit>` archives, the sha256 of
-# that tarball). tests/test_spack.py remakes each tarball, checks the sum and installs it.
+# that tarball). tests/integration/spack/test_spack.py remakes each tarball, checks the sum and installs it.
 RELEASES = {
     "0.1.0": ("099d5473a2881fa41a57db7372a3addbb3722bd6",
               "8d14fe2e06ca62fa45de55025a7b90f67654e9bb8dbeff4707595b8579b13d85"),

@@ -1,0 +1,199 @@
+'''The `cobalt-bench` command line: report, judge, preflight, runs, linktest-report (the console
+script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
+
+Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
+check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
+such run, unreadable results, a missing Python module).
+'''
+
+import argparse
+import sys
+
+from .. import __version__
+from . import linktest_report
+from .argtypes import formats, nonempty_path, percent, run_spec
+from .status import exit_status
+
+EPILOG_REPORT = '''\
+RUN is a run directory (results/<site>/<run-id>), <site>/<run-id>, a run id, <site>/latest
+or latest (the newest complete run; the default). A directory of kernel JSON documents
+without a ReFrame report (results/slurm, from the jobs/ scripts) or one such document is a
+run too. The report goes to RUN/report/ (report.md, report.html, plots/*.png) unless -o.
+
+The verdict comes first: COMPLIANT, NOT COMPLIANT, INCOMPLETE or DEMONSTRATION, with its
+reasons, from the site's compliance.yaml and references.yaml (never a kernel's own
+threshold); also in REPORT_DIR/verdict.json.
+
+exit status: 0 COMPLIANT, or DEMONSTRATION with every check that ran passed; 1 NOT
+COMPLIANT, INCOMPLETE, or DEMONSTRATION with a failed check or a partial run; 2 usage
+error; 3 the run cannot be read, or the site's files judge nothing. With --compare: 0 no
+regression, 1 regressions or damaged results (named), 3 a run cannot be read (a damaged
+report.json) or the two runs share no check.'''
+
+EPILOG_JUDGE = '''\
+A reference metric that the result does not have, or a result whose check has no
+reference on the partition, judges nothing: that is an error (exit 1, named), never a
+pass. The kernel's own verdict (its built-in threshold, its exit code) is shown beside,
+labelled as such.
+
+exit status: 0 every result met its references, 1 one did not or could not be judged,
+2 usage error, 3 cannot run (no such site or result; references.yaml or compliance.yaml
+that judge nothing, with the file, check, partition and metric named).'''
+
+EPILOG_PREFLIGHT = '''\
+Each setting is printed with its value, what is expected and the command that fixes it.
+A setting whose file is absent (no cpufreq in a VM) is `unknown`, not a pass.
+
+exit status: 0 every setting passes, 1 a setting fails or is unknown, 2 usage error,
+3 cannot run.'''
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # argparse exits 2 on usage errors; keep its message, add where to look.
+        self.print_usage(sys.stderr)
+        self.exit(2, f'{self.prog}: error: {message} (try --help)\n')
+
+
+
+def build_parser():
+    parser = _Parser(prog='cobalt-bench',
+                     description='cobalt-bench: compliance report, preflight settings check, '
+                                 'results store and cb-linktest report of the cobalt-bench '
+                                 'suite.')
+    parser.add_argument('--version', action='version',
+                        version=f'cobalt-bench {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
+
+    rep = sub.add_parser('report', help='write the compliance report of a run (md, html)',
+                         description='Write the compliance report of a run: summary verdict, '
+                                     'every check x partition/node with value, reference '
+                                     'bounds, unit and verdict, plots, and the preflight '
+                                     'findings next to the failures they may explain.',
+                         epilog=EPILOG_REPORT,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument('run', nargs='?', default='latest', metavar='RUN', type=run_spec)
+    rep.add_argument('--compare', nargs=2, metavar=('RUN_A', 'RUN_B'), type=run_spec,
+                     help='list the regressions and improvements of RUN_B against RUN_A '
+                          '(no report is written)')
+    rep.add_argument('--tolerance', type=percent, default=5.0, metavar='PCT',
+                     help='with --compare: changes within PCT percent are noise '
+                          '(default: 5)')
+    rep.add_argument('-o', '--output', metavar='DIR', type=nonempty_path,
+                     help='where to write the report (default: RUN/report); with '
+                          '--compare: a Markdown file for the comparison')
+    rep.add_argument('--format', default='md,html', metavar='LIST', type=formats,
+                     help='md, html or both (default: md,html)')
+    rep.add_argument('--preflight', metavar='FILE', type=nonempty_path,
+                     help='a preflight JSON document (cobalt-bench preflight --json) to use '
+                          'besides those of the run\'s Preflight checks')
+    rep.add_argument('--results', metavar='DIR', type=nonempty_path,
+                     help='the results store (default: $COBALT_BENCH_RESULTS, else the '
+                          'checkout\'s results/, else ./results)')
+    rep.add_argument('--site', metavar='SITE', type=nonempty_path,
+                     help='judge by this site (a name under site-configs/, or a site '
+                          'directory); default: the run\'s own site, for job documents '
+                          'the site their job judged them by, else $COBALT_BENCH_SITE')
+
+    jdg = sub.add_parser('judge', help='judge kernel JSON documents by a site\'s references',
+                         description='Judge kernel JSON documents (a Slurm job\'s result, '
+                                     'results/slurm/) by a site\'s references.yaml, with '
+                                     'ReFrame\'s own rule, as a ReFrame run of the site '
+                                     'would: each result\'s verdict, the reference entry of '
+                                     'every judged number, and the site\'s state of what was '
+                                     'given (COMPLIANT, NOT COMPLIANT, INCOMPLETE, '
+                                     'DEMONSTRATION).',
+                         epilog=EPILOG_JUDGE,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    jdg.add_argument('results', nargs='+', metavar='RESULT', type=nonempty_path,
+                     help='a kernel JSON document, or a directory of them')
+    jdg.add_argument('--site', required=True, metavar='SITE', type=nonempty_path,
+                     help='a site name (site-configs/<SITE>) or a site directory')
+    jdg.add_argument('--partition', metavar='PARTITION', type=nonempty_path,
+                     help='the site partition that ran it (system:partition or partition; '
+                          'default: $SLURM_JOB_PARTITION, else the site\'s only one)')
+    jdg.add_argument('--json', metavar='FILE', type=nonempty_path,
+                     help='also write the judgement as JSON (- for stdout only)')
+    jdg.add_argument('--command', metavar='CMD', dest='command_line',
+                     help='the command line that produced the result (recorded with the '
+                          'judgement, shown by the report)')
+
+    pre = sub.add_parser('preflight', help='check the system settings the compliance '
+                                           'document requires and recommends',
+                         description='Check the system settings the COBALT2 compliance '
+                                     'document requires and recommends (CPU governor, turbo, '
+                                     'jumbo frames, network buffers, NUMA layout, GPU/NIC '
+                                     'PCIe links, real-time priority), from sysfs/procfs.',
+                         epilog=EPILOG_PREFLIGHT,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    pre.add_argument('--root', default='/', metavar='DIR',
+                     help='read a recorded tree (DIR/sys, DIR/proc) instead of this machine')
+    pre.add_argument('-i', '--interface', action='append', metavar='IFACE',
+                     help='an Ethernet interface under test (repeatable; default: every '
+                          'physical Ethernet interface)')
+    pre.add_argument('--json', metavar='FILE',
+                     help='write the findings as a JSON document (- for stdout)')
+    pre.add_argument('--record', metavar='DIR',
+                     help='copy every sysfs/procfs file read into DIR (for --root elsewhere)')
+    pre.add_argument('--no-probe', action='store_true',
+                     help='do not run `chrt -f 1 true`; judge real-time priority from '
+                          'procfs only')
+    pre.add_argument('-q', '--quiet', action='store_true', help='print nothing')
+
+    runs = sub.add_parser('runs', help='list the runs in the results store and their state',
+                          description='List the runs of the results store: site, run id, '
+                                      'state (complete, partial, running, damaged), checks '
+                                      'passed/failed/damaged, and what could not be read.',
+                          epilog='exit status: 0 listed, 1 a run listed has damaged results '
+                                 '(named), 2 usage error, 3 the results store cannot be '
+                                 'read (a --results or $COBALT_BENCH_RESULTS that is not a '
+                                 'directory).')
+    runs.add_argument('site', nargs='?', type=run_spec, help='only this site')
+    runs.add_argument('--results', metavar='DIR', type=nonempty_path, help='the results store')
+
+    lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
+                                                'results file (text, heat map, histogram)',
+                        description=linktest_report.DESCRIPTION + ' Also installed as '
+                                    '`cb-linktest-report`.',
+                        epilog=linktest_report.EPILOG)
+    linktest_report.add_arguments(lt)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+
+    def dispatch():
+        if args.command == 'preflight':
+            from . import preflight
+            return preflight.command(root=args.root, interfaces=args.interface,
+                                     json_dest=args.json, record=args.record,
+                                     probe=not args.no_probe, quiet=args.quiet)
+        if args.command == 'linktest-report':
+            return linktest_report.run(args, reexec_module='cobalt_bench' if argv is None
+                                       else None)
+        if args.command == 'judge':
+            from . import judge
+            return judge.command(args.site, args.results, args.partition, args.json,
+                                 args.command_line, quiet=args.json == '-')
+        if args.command == 'runs':
+            from . import runs
+            return runs.command(args.results, args.site)
+        if args.command == 'report':
+            from . import report
+            if args.compare:
+                return report.compare_command(args.compare[0], args.compare[1],
+                                              args.tolerance, args.output, args.results)
+            return report.command(args.run, args.output, args.format, args.preflight,
+                                  args.results, args.site)
+        return 2
+
+    return exit_status(f'cobalt-bench {args.command}', dispatch)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

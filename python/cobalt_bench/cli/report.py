@@ -1,0 +1,80 @@
+'''`cobalt-bench report`: the compliance report of a run (the verdict first, then where the
+report is), and `report --compare RUN_A RUN_B`.'''
+
+import os
+import sys
+
+from ..errors import CannotRun
+from ..fileio import write_atomic
+from ..report import compare as cmp
+from ..report.model import build, damaged_files
+from ..report.write import write_report
+from ..site.bounds import Bounds
+from ..store import documents, reader, runs
+from ..store.model import KIND_REFRAME
+from ..store.result import RunState
+
+
+def _report_dir(path, run, output):
+    if output:
+        return output
+    if os.path.isdir(path) and run.kind == KIND_REFRAME:
+        return os.path.join(path, 'report')
+    return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), 'report')
+
+
+def _say_damaged(run, name=''):
+    for c, d in damaged_files(run):
+        print(f'cobalt-bench report: {name}{run.label}: could not read '
+              f'{documents.relpath(d.path, run.path)}: {d.problem}'
+              + (f' ({c.check} on {c.where}: DAMAGED)' if c and not name else ''),
+              file=sys.stderr)
+
+
+def command(spec, output, formats, preflight_file, base, site=None):
+    '''Exit status: the verdict's (judging.verdict.Verdict.exit_code).'''
+    path = runs.resolve_run(spec, base)
+    run = reader.load_run(path)
+    model = build(run, preflight_file, site=site)
+    written = write_report(model, _report_dir(path, run, output), formats)
+    _say_damaged(run)
+    counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
+    j = model.judgement
+    # The answer first: the verdict line, its reasons, then where the report is.
+    print(f'verdict: {j.headline}')
+    for r in j.reasons:
+        print(f'  - {r}')
+    print(f'{run.label}: {model.verdict} ({counts}'
+          + (f'; run {run.state}: {run.state_why}' if run.state is not RunState.COMPLETE
+             else '') + ')')
+    # The failed cases again, last, one line each: the end of a long log (a CI tail, a
+    # Slurm output) still says which check failed and why.
+    for e in model.failures:
+        c = e.case
+        why = '; '.join(f'{m.name} {m.value} {m.unit} (bounds '
+                        f'{Bounds(m.lower, m.upper).text()})'
+                        for m in e.failing) or c.fail_reason or c.result
+        print(f'  {c.result}: {c.check} on {c.where}: {why}'[:600])
+    for w in written:
+        print(f'wrote {w}')
+    return j.exit_code()
+
+
+def compare_command(spec_a, spec_b, tolerance, output, base):
+    '''Exit status 0 no regression, 1 regressions or damaged results (named), 3 a run
+    that cannot be read or two runs that share no check.'''
+    run_a, run_b = cmp.runs_to_compare(spec_a, spec_b, base)
+    for name, run in (('RUN_A ', run_a), ('RUN_B ', run_b)):
+        _say_damaged(run, name)
+    changes = cmp.compare(run_a, run_b, tolerance)
+    text = cmp.render_compare(run_a, run_b, changes, tolerance)
+    print(text, end='')
+    if output:
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+            write_atomic(os.path.abspath(output), text)
+        except OSError as err:
+            raise CannotRun(f'cannot write {output}: {err}')
+    # A damaged result of either run is not "no regression": it could not be compared.
+    damaged = run_a.damaged or run_b.damaged
+    return 1 if damaged or any(c.kind == 'regression' for c in changes) else 0

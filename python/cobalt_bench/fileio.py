@@ -1,0 +1,36 @@
+'''Files written whole or not at all: a reader never sees half a result or report, and a
+failed or interrupted write leaves the earlier file as it was and no temporary file.'''
+
+import contextlib
+import os
+import tempfile
+
+
+@contextlib.contextmanager
+def atomic_file(path, mode='wb', prefix='.tmp-', sync=False):
+    '''A file object for a temporary file beside `path` (same directory, so the rename
+    stays on one file system); when the block ends normally the file (mode 0644) replaces
+    `path`, on any exception it is removed and the exception goes on. `sync`: flushed to
+    disk before the rename (result documents that must survive a crash).'''
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix,
+                               suffix='-' + os.path.basename(path))
+    try:
+        with os.fdopen(fd, mode) as fp:
+            yield fp
+            if sync:
+                fp.flush()
+                os.fsync(fp.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path, data):
+    '''Write `data` (str or bytes) to `path` whole or not at all: a reader never sees half
+    a report, and a failed write leaves the earlier file as it was.'''
+    with atomic_file(path, 'wb' if isinstance(data, bytes) else 'w') as fp:
+        fp.write(data)

@@ -1,0 +1,194 @@
+'''Judging results by a site's references.yaml, with ReFrame's own rule.
+
+ReFrame judges a performance variable in RegressionTest.check_performance
+(reframe/core/pipeline.py): its reference tuple (value, lower, upper[, unit]) is looked up
+for `system:partition:metric`, and `sn.assert_reference(value, ref, lower, upper)` decides;
+a variable without a reference is recorded (ref 0, no bounds), an `$xfail` reference turns
+a failure into an expected one (and a pass into an unexpected one, a failure too). This
+module applies that same rule (cobalt_bench.site.bounds) to a kernel's JSON document, so
+that a result of a Slurm job (jobs/*.slurm, results/slurm/) and a ReFrame run of the same
+site get the same verdict from the same references.yaml.
+
+What ReFrame does not do, and cobalt-bench does here: a reference metric that the result
+does not have (`measured_sped`) judges nothing, and is an error naming the file, check,
+partition and metric, not a silent pass.
+
+Nothing here changes what it judges: each function returns a judged copy of the case
+(dataclasses.replace) with its judgement.
+'''
+
+import re
+from dataclasses import dataclass, field, replace
+
+from .. import site as site_mod
+from ..site.bounds import Bounds, meets
+from ..store.result import Result
+from . import sanity
+
+
+def verdict_of(value, ref):
+    '''PASS, FAIL, XFAIL or XPASS: what ReFrame records for a performance variable judged
+    by the site.Ref `ref`.'''
+    ok = meets(value, ref.value, ref.lower, ref.upper)
+    if ref.xfail:
+        return Result.XPASS if ok else Result.XFAIL
+    return Result.PASS if ok else Result.FAIL
+
+
+_PARAM = re.compile(r'%(\w+)=(\S+)')
+
+
+def check_and_params(display_name):
+    '''('EthTest', {'interface': 'lo'}) of ReFrame's display name
+    'EthTest %interface=lo'.'''
+    name = (display_name or '').split(' %')[0].split()[0] if display_name else ''
+    return name, dict(_PARAM.findall(display_name or ''))
+
+
+@dataclass
+class Problem:
+    '''Something that makes a judgement impossible: the references judge nothing here.'''
+    check: str
+    where: str
+    text: str
+
+
+@dataclass
+class CaseJudgement:
+    check: str                          # the check class judged as (MemTest)
+    partition: str                      # system:partition judged on
+    refs: dict = field(default_factory=dict)        # {metric: site.Ref}
+    problems: list = field(default_factory=list)    # [Problem]
+
+
+def check_class(case, checks=None):
+    '''The check class a case is judged as: ReFrame's test name, or the check that runs the
+    kernel of a job document (mem-test -> MemTest).'''
+    name, _ = check_and_params(case.check)
+    checks = site_mod.known_checks() if checks is None else checks
+    if checks is not None and name in checks:
+        return name
+    for doc in case.docs:
+        found = site_mod.check_of_kernel(doc.get('test', ''), checks)
+        if found:
+            return found
+    return name
+
+
+def as_recorded(metric):
+    '''A metric of a ReFrame run with the absolute bounds of the thresholds ReFrame
+    recorded, and its verdict where the record keeps none (a perflog).'''
+    if not metric.judged:
+        return metric
+    bounds = Bounds.of(metric.ref, metric.lower_thres, metric.upper_thres)
+    verdict = metric.verdict
+    if verdict is Result.UNKNOWN:
+        verdict = Result.PASS if meets(metric.value, metric.ref, metric.lower_thres,
+                                       metric.upper_thres) else Result.FAIL
+    return replace(metric, lower=bounds.lower, upper=bounds.upper, verdict=verdict)
+
+
+def recorded_case(case):
+    '''A ReFrame case as ReFrame judged it (no site at hand): its metrics' bounds.'''
+    return replace(case, metrics=[as_recorded(m) for m in case.metrics])
+
+
+def annotate(case, site, partition=None):
+    '''(judged case, CaseJudgement) of a ReFrame case: ReFrame's own verdicts (from
+    report.json) kept, each judged metric carrying the site.Ref it was judged by, and the
+    references that judge nothing named (a metric the result lacks).'''
+    check = check_class(case)
+    _, params = check_and_params(case.check)
+    partition = partition or case.where
+    j = CaseJudgement(check, partition)
+    j.refs = site.references.lookup(check, partition, params)
+    metrics = []
+    for m in case.metrics:
+        m = as_recorded(m)
+        ref = j.refs.get(m.name)
+        metrics.append(replace(m, entry=ref) if ref is not None else m)
+    if case.result.judged and case.metrics:
+        have = {m.name for m in case.metrics}
+        for name, ref in sorted(j.refs.items()):
+            if name not in have:
+                j.problems.append(Problem(check, partition, (
+                    f'{ref.file}: check {check}, partition {ref.key[0]!r}, metric {name!r}: '
+                    f'{check} on {partition} has no metric {name!r}, so this reference '
+                    'judges nothing')))
+    return replace(case, metrics=metrics), j
+
+
+def _judged_metric(m, ref):
+    b = ref.bounds
+    return replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
+                   lower=b.lower, upper=b.upper, verdict=verdict_of(m.value, ref), entry=ref)
+
+
+def _outcome(case, metrics, problems):
+    '''(result, phase, reason) of a job document's case judged by its references.'''
+    if problems:
+        return Result.ERROR, 'references', '; '.join(p.text for p in problems)
+    errors = sanity.verification_errors(case.docs[0]) if case.docs else 0
+    if errors:
+        return Result.FAIL, 'sanity', sanity.verification_reason(case.kernel, errors)
+    failed = [m for m in metrics if m.verdict.failed]
+    if failed:
+        return Result.FAIL, 'performance', 'failed to meet reference(s): ' + ', '.join(
+            f'{m.name}={m.value:g} {m.unit} (bounds {Bounds(m.lower, m.upper).text()})'
+            for m in failed)
+    if any(m.verdict is Result.XFAIL for m in metrics):
+        return Result.XFAIL, '', ''
+    return Result.PASS, '', ''
+
+
+def judge_doc_case(case, site, partition):
+    '''(judged case, CaseJudgement) of a job document's case (results/slurm/) judged by the
+    site's references, exactly as ReFrame would judge the same document in a run of the
+    site: each metric's reference, bounds and verdict, and the case's result (PASS, FAIL,
+    XFAIL, ERROR, or UNJUDGED when the references have nothing for it).'''
+    check = check_class(case)
+    j = CaseJudgement(check, partition)
+    if not case.docs:
+        return case, j
+    j.refs = site.references.lookup(check, partition)
+    if case.result is Result.DAMAGED:
+        return case, j
+    if not j.refs:
+        return replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=(
+            f'no reference for {check} on {partition} in {site.references.path}')), j
+    refs = j.refs
+    metrics = [_judged_metric(m, refs[m.name]) if m.name in refs else m
+               for m in case.metrics]
+    have = {m.name for m in case.metrics}
+    for name, ref in sorted(refs.items()):
+        if name not in have:
+            j.problems.append(Problem(check, partition, (
+                f'{ref.file}: check {check}, partition {ref.key[0]!r}, metric {name!r}: '
+                f'the {case.kernel or check} document has no metric {name!r}, so this '
+                'reference judges nothing')))
+    result, phase, reason = _outcome(case, metrics, j.problems)
+    return replace(case, metrics=metrics, result=result, fail_phase=phase,
+                   fail_reason=reason), j
+
+
+def unjudged(case, reason):
+    '''A job document's case that nothing of a site judges (the kernel's own verdict is no
+    judgement of the site's: shown apart by the report, never as the case's result).'''
+    if case.result is Result.DAMAGED:
+        return case
+    return replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=reason)
+
+
+def partition_of_job(site, slurm_partition=None):
+    '''The site partition (system:partition) a job document is judged on: the one named
+    (a full name or a partition's name, which for the local-slurm site is the Slurm
+    partition), else the site's only partition; None when that does not decide it.'''
+    parts = site.partitions
+    if slurm_partition:
+        if slurm_partition in parts:
+            return slurm_partition
+        named = [p for p in parts if p.split(':', 1)[1] == slurm_partition]
+        if len(named) == 1:
+            return named[0]
+        return None
+    return parts[0] if len(parts) == 1 else None

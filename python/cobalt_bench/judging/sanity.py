@@ -1,0 +1,58 @@
+'''The sanity rule of a kernel's result, written once: ReFrame's KernelJsonTest applies it
+to the document it just got (cobalt_bench.reframe.kernel), `cobalt-bench judge` and the
+report to a job's document (judging.judge), and the verdict reads what it said.
+
+  - the kernel ran: it exited 0 (compliant) or 1 (not compliant), the contract's statuses
+    of a run to judge; 2 (usage error), 3 (cannot run: no GPU) or any other is "did not
+    run": nothing was measured, so nothing failed a reference;
+  - its document is its own (`test`), has every metric the kernel's descriptor declares,
+    in the contract's units;
+  - it found no corrupted data: a kernel that counted verification errors failed, however
+    fast it was.
+'''
+
+import re
+
+#: The kernel contract's exit statuses of a run to judge (docs/kernel-contract.md).
+RAN_EXIT_CODES = (0, 1)
+
+_NOT_RUN = ' did not run: exit code '
+_NOT_RUN_RE = re.compile(re.escape(_NOT_RUN) + r'-?\d+')
+
+
+def not_run_reason(kernel, exitcode):
+    '''What a check says of a kernel that exited with a status that is no run.'''
+    return f'{kernel}{_NOT_RUN}{exitcode}'
+
+
+def did_not_run(phase, reason):
+    '''Whether a failure (ReFrame's fail_phase and fail_reason) is not_run_reason's.'''
+    return phase == 'sanity' and bool(_NOT_RUN_RE.search(reason or ''))
+
+
+def document_problems(doc, kernel, metric_units):
+    '''What makes `doc` no result of `kernel` with `metric_units` ({metric: unit}): a list
+    of ReFrame sanity messages, empty when it is one.'''
+    problems = []
+    if doc.get('test') != kernel:
+        problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
+    metrics = doc.get('metrics', {})
+    missing = [m for m in metric_units if m not in metrics]
+    if missing:
+        problems.append(f'JSON result lacks metrics {missing}')
+    wrong = [f'{m} ({metrics[m].get("unit")!r}, expected {u!r})'
+             for m, u in metric_units.items() if m in metrics and metrics[m].get('unit') != u]
+    if wrong:
+        problems.append(f'JSON metrics in unexpected units: {wrong}')
+    return problems
+
+
+def verification_errors(doc):
+    '''The verification errors a kernel's document counts (0: none, or not counted).'''
+    m = (doc.get('metrics') or {}).get('verification_errors')
+    value = m.get('value') if isinstance(m, dict) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def verification_reason(kernel, errors):
+    return f'{kernel} found {errors:g} verification errors'

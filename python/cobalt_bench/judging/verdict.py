@@ -1,0 +1,339 @@
+'''The verdict of a run (or of job documents): one answer to "is this machine fit for
+purpose?", from the site's compliance definition (compliance.yaml) and references
+(references.yaml), never from a kernel's built-in threshold.
+
+States:
+  COMPLIANT      every required check ran at its required workload and passed, and every
+                 required preflight setting passed;
+  NOT COMPLIANT  a required check failed, or a required preflight setting failed;
+  INCOMPLETE     a required check was skipped, not run, did not finish, ran at another
+                 workload, or could not be judged (damaged result, references that judge
+                 nothing); a required setting could not be determined; the run is partial;
+  DEMONSTRATION  the site is not a compliance definition (its compliance.yaml says
+                 `demonstration: why`, or it has none): the checks were judged by its
+                 references, and what a compliance run would still need is listed.
+The reasons list the exact failing or missing items, failures first.
+'''
+
+import fnmatch
+import os
+from dataclasses import dataclass, field
+
+from .. import preflight as pf
+from .. import site as site_mod
+from ..site.bounds import Bounds
+from ..store.model import KIND_JOBS
+from ..store.result import Result, RunState, Word
+from . import judge as jd
+from . import sanity
+
+
+class State(Word):
+    '''The verdict of a run: one answer to "is this machine fit for purpose?".'''
+    COMPLIANT = 'COMPLIANT'
+    NOT_COMPLIANT = 'NOT COMPLIANT'
+    INCOMPLETE = 'INCOMPLETE'
+    DEMONSTRATION = 'DEMONSTRATION'
+
+
+COMPLIANT, NOT_COMPLIANT, INCOMPLETE, DEMONSTRATION = State
+STATES = tuple(State)
+
+
+class Status(Word):
+    '''What one required (or merely run) thing contributes to the verdict.'''
+    FAILED = 'failed'
+    MISSING = 'incomplete'
+    PASSED = 'passed'
+    NOTE = 'note'
+
+
+FAILED, MISSING, PASSED, NOTE = Status.FAILED, Status.MISSING, Status.PASSED, Status.NOTE
+
+
+@dataclass
+class Item:
+    status: str                 # failed, incomplete, passed, note
+    what: str                   # 'MemTest on local:default (vm)', 'preflight net.eth0.mtu'
+    why: str = ''
+    required: bool = False
+
+    def line(self):
+        return f'{self.what}: {self.why}' if self.why else self.what
+
+
+@dataclass
+class Verdict:
+    state: str
+    site: str = ''
+    title: str = ''
+    demonstration: str = ''
+    references: str = ''        # the references.yaml judged by
+    compliance: str = ''        # the compliance.yaml (or '')
+    items: list = field(default_factory=list)
+    problems: list = field(default_factory=list)     # judge.Problem
+    # The run's cases as judged (each a judged copy: the run read is left as it was).
+    cases: list = field(default_factory=list)
+    checks_failed: bool = False   # a check that ran failed its references (any site)
+    run_incomplete: bool = False  # the run is partial, or some of its results unreadable
+    compliance_preflight: list = field(default_factory=list)  # required setting patterns
+
+    @property
+    def reasons(self):
+        '''The lines that explain the state: failures, then what is missing, then notes.'''
+        out = []
+        if self.state == DEMONSTRATION:
+            out.append(f'site {self.site!r} is a demonstration, not a compliance definition: '
+                       f'{self.demonstration}')
+        order = {FAILED: 0, MISSING: 1, NOTE: 2}
+        for it in sorted((i for i in self.items if i.status != PASSED),
+                         key=lambda i: (order[i.status], not i.required)):
+            tag = {FAILED: 'FAILED', MISSING: 'MISSING', NOTE: 'note'}[it.status]
+            if not it.required and it.status != NOTE:
+                tag += ' (not required)'
+            out.append(f'{tag}: {it.line()}')
+        if self.state == COMPLIANT:
+            out.append('every required check ran at its required workload and passed, and '
+                       'every required preflight setting passed')
+        return out
+
+    @property
+    def headline(self):
+        if self.state == DEMONSTRATION:
+            tail = ('checks that ran failed their references' if self.checks_failed else
+                    'the checks that ran passed the demonstration references')
+            return f'{DEMONSTRATION} (not a compliance verdict; {tail})'
+        return self.state
+
+    def exit_code(self):
+        if self.state == COMPLIANT:
+            return 0
+        if self.state == DEMONSTRATION:
+            # The demonstration worked: every check that ran passed, the run is whole.
+            return 1 if self.checks_failed or self.run_incomplete else 0
+        return 1
+
+    def to_json(self):
+        # `state` first: what a reader (or jq) wants before anything else.
+        return {
+            'state': self.state.value,
+            'headline': self.headline,
+            'reasons': self.reasons,
+            'site': self.site,
+            'title': self.title,
+            'demonstration': self.demonstration or None,
+            'references': self.references,
+            'compliance': self.compliance or None,
+            'items': [{'status': i.status.value, 'what': i.what, 'why': i.why,
+                       'required': i.required} for i in self.items],
+        }
+
+
+def _case_label(case):
+    nodes = f' ({", ".join(case.nodes)})' if case.nodes and any(case.nodes) else ''
+    return f'{case.check} on {case.where}{nodes}'
+
+
+def _fmt(v):
+    return f'{v:g}' if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _metric_text(m):
+    return f'{m.name} = {_fmt(m.value)} {m.unit}, required {Bounds(m.lower, m.upper).text(_fmt)}'
+
+
+def _outcome(case, required, judgement):
+    '''(status, why) of one case.'''
+    if judgement is not None and judgement.problems:
+        return MISSING, '; '.join(p.text for p in judgement.problems)
+    r = case.result
+    if r.passed:
+        if required and judgement is not None and not judgement.refs:
+            return MISSING, (f'no reference for {judgement.check} on {judgement.partition}:'
+                             ' a required check that nothing judges is not a pass')
+        return PASSED, ''
+    if r is Result.SKIP:
+        return MISSING, 'skipped' + (f': {case.fail_reason}' if case.fail_reason else '')
+    if r is Result.UNJUDGED:
+        return (MISSING if required else NOTE), case.fail_reason
+    if r.failed:
+        failing = [m for m in case.metrics if m.verdict.failed]
+        workload = [m for m in failing if required and m.name in required.workload]
+        if workload:
+            return MISSING, ('ran at another workload than the required one: '
+                             + '; '.join(_metric_text(m) for m in workload))
+        if failing:
+            return FAILED, '; '.join(_metric_text(m) for m in failing)
+        if sanity.did_not_run(case.fail_phase, case.fail_reason):
+            # KernelJsonTest: the kernel exited 2 (usage) or 3 (cannot run, e.g. no GPU):
+            # nothing was measured, so nothing failed a reference; it was not run.
+            return MISSING, f'not run: {case.fail_reason}'
+        return FAILED, (f'{case.fail_phase}: ' if case.fail_phase else '') + (
+            case.fail_reason or 'failed')
+    if r is Result.DAMAGED:
+        damage = '; '.join(str(d) for d in case.damaged[:2])
+        return MISSING, 'its result cannot be read' + (f': {damage}' if damage else '')
+    why = case.fail_reason or 'did not run to the end'
+    return MISSING, f'{r}' + (f' in {case.fail_phase}' if case.fail_phase else '') + f': {why}'
+
+
+def _preflight_items(compliance, preflight_docs):
+    '''Items for the required preflight settings (compliance.yaml `preflight`), from every
+    preflight document of the run: each matching finding must pass, on every host.'''
+    items = []
+    patterns = compliance.preflight
+    if not patterns:
+        return items
+    if not preflight_docs:
+        items.append(Item(MISSING, 'preflight', 'no preflight results: the required settings '
+                          f'({", ".join(patterns)}) were not checked', True))
+        return items
+    for pattern in patterns:
+        seen = False
+        for label, doc in preflight_docs:
+            host = doc.get('host', '?')
+            for f in pf.findings_of(doc):
+                if not fnmatch.fnmatchcase(f.setting, pattern):
+                    continue
+                seen = True
+                what = f'preflight {f.setting} on {host}'
+                if f.status == pf.PASS:
+                    items.append(Item(PASSED, what, '', True))
+                elif f.status == pf.FAIL:
+                    items.append(Item(FAILED, what, f'{f.value} (expected {f.expected})'
+                                      + (f'; fix: {f.fix}' if f.fix else ''), True))
+                else:
+                    items.append(Item(MISSING, what, f'{f.status}: {f.value}'
+                                      + (f' ({f.note})' if f.note else ''), True))
+        if not seen:
+            items.append(Item(MISSING, f'preflight {pattern}', 'no such setting was checked '
+                              '(no finding matches it)', True))
+    # The other settings that fail (the document's recommendations): named, not counted.
+    for label, doc in preflight_docs:
+        for f in pf.findings_of(doc):
+            if f.status == pf.FAIL and not any(fnmatch.fnmatchcase(f.setting, p)
+                                               for p in patterns):
+                items.append(Item(NOTE, f'preflight {f.setting} on {doc.get("host", "?")}',
+                                  f'{f.value} (recommended: {f.expected}), not required '
+                                  'by the site'))
+    return items
+
+
+def _judge_case(run, case, site, partition):
+    '''(judged case, CaseJudgement or None) of one case of `run` by `site`.'''
+    if run.kind != KIND_JOBS:
+        return jd.annotate(case, site)
+    where = partition or case.judged_partition or jd.partition_of_job(site)
+    if where is None:
+        return jd.unjudged(case, f'which partition of site {site.name} '
+                                 f'({", ".join(site.partitions)}) ran it is unknown: '
+                                 'name it (--partition)'), None
+    return jd.judge_doc_case(case, site, where)
+
+
+def _unjudged(run):
+    '''The Verdict of a run without a site to judge it by.'''
+    v = Verdict(INCOMPLETE)
+    for case in run.cases:
+        v.cases.append(jd.unjudged(case, 'no site named to judge it by')
+                       if run.kind == KIND_JOBS else jd.recorded_case(case))
+    v.items.append(Item(MISSING, 'site', 'no site to judge these results by: name one '
+                        '(cobalt-bench report --site SITE, or COBALT_BENCH_SITE for the job '
+                        'scripts)', True))
+    return v
+
+
+def _state(comp, items):
+    if comp.demonstration:
+        return DEMONSTRATION
+    if any(i.status is FAILED and i.required for i in items):
+        return NOT_COMPLIANT
+    if any(i.status is MISSING and i.required for i in items):
+        return INCOMPLETE
+    return COMPLIANT
+
+
+def decide(run, site, preflight_docs=(), partition=None):
+    '''The Verdict of a store.Run judged by a site.SiteDef (None: no site known). Job
+    documents (run.kind == 'jobs') are judged here by the site's references; a ReFrame
+    run's cases keep ReFrame's verdicts (the same rule), annotated with the reference
+    entries and checked for references that judge nothing. The judged cases are in
+    Verdict.cases; the run is left as it was.'''
+    if site is None:
+        return _unjudged(run)
+    comp = site.compliance
+    v = Verdict(INCOMPLETE, site=site.name, title=comp.title,
+                demonstration=comp.demonstration, references=site.references.path,
+                compliance=comp.path, compliance_preflight=list(comp.preflight))
+    required = {r.check: r for r in comp.required}
+
+    if run.state is not RunState.COMPLETE:
+        v.run_incomplete = True
+        v.items.append(Item(MISSING, 'run', f'the run is {run.state}'
+                            + (f': {run.state_why}' if run.state_why else ''), True))
+    for d in run.damaged:
+        v.run_incomplete = True
+        if not any(d in c.damaged for c in run.cases):
+            v.items.append(Item(MISSING, 'results', f'cannot be read: {d}', True))
+
+    seen = set()
+    for case in run.cases:
+        case, j = _judge_case(run, case, site, partition)
+        v.cases.append(case)
+        check = j.check if j else jd.check_class(case)
+        req = required.get(check)
+        status, why = _outcome(case, req, j)
+        if j is not None:
+            v.problems.extend(j.problems)
+        if case.result.failed or case.result is Result.ERROR or (j is not None and j.problems):
+            v.checks_failed = True
+        if case.result in (Result.ABORT, Result.DAMAGED, Result.UNKNOWN):
+            v.run_incomplete = True
+        seen.add(check)
+        v.items.append(Item(status, _case_label(case), why, req is not None))
+
+    for name, req in required.items():
+        if name not in seen:
+            v.items.append(Item(MISSING, name, 'not run' + (f' ({req.what})' if req.what
+                                                               else ''), True))
+    v.items += _preflight_items(comp, list(preflight_docs))
+    if not run.cases:
+        v.items.append(Item(MISSING, 'results', 'no check ran', True))
+    v.state = _state(comp, v.items)
+    return v
+
+
+def preflight_docs_of(run):
+    '''(label, doc) of the preflight documents a run's cases carry.'''
+    docs = []
+    for case in run.cases:
+        for doc in case.docs:
+            if doc.get('test') == 'preflight' and 'findings' in doc:
+                docs.append((case.where, doc))
+    return docs
+
+
+def site_of_run(run, explicit=None):
+    '''The SiteDef a run is judged by: the one named; else the run's own copy of its site
+    definition; else the site directory of the configuration ReFrame ran with
+    (report.json); else site-configs/<run's site>. None
+    when none is found (job documents without a named site).'''
+    if explicit:
+        return site_mod.load_site(explicit)
+    if run.kind == KIND_JOBS:
+        named = os.environ.get('COBALT_BENCH_SITE')
+        if named:
+            return site_mod.load_site(named)
+        return None
+    candidates = []
+    for cfg in (run.session or {}).get('config_files') or []:
+        if isinstance(cfg, str) and cfg.endswith('.py') and os.path.isfile(cfg):
+            candidates.append(os.path.dirname(cfg))
+    if run.site:
+        base = site_mod.sites_dir()
+        if base:
+            candidates.append(os.path.join(base, run.site))
+    for c in candidates:
+        if os.path.isfile(os.path.join(c, 'config.py')):
+            return site_mod.load_site(c)
+    return None

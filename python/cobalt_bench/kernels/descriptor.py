@@ -1,0 +1,38 @@
+'''What cobalt-bench knows about one of its kernels, declared once: the settings of the
+ReFrame checks, the validation of its JSON document, the report's plots and hints, and
+the tests' list of binaries are derived from it (kernels/__init__.py lists them all).
+'''
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Kernel:
+    #: The program, and the `test` of the JSON documents it writes (the kernel contract).
+    name: str
+    #: The check family its failures belong to (memory, gpu, ethernet, interconnect,
+    #: system): the preflight findings that may explain a failure name these.
+    family: str
+    #: The ReFrame check class that runs it (reframe_checks/).
+    check: str
+    #: What `make` builds for it into bin/ (src/<kernel>/kernel.mk).
+    binaries: tuple
+    #: {metric: unit} its document must carry, in the contract's units (the check's
+    #: sanity rule; every other numeric metric is recorded too).
+    metrics: dict
+    #: The partition extras key with its options, its default ('' : the kernel's own,
+    #: the compliance workload) and what it means (cobalt_bench.reframe.settings).
+    options_setting: str
+    options_doc: str
+    options_default: str = ''
+    #: Per-part lists of its document (mem-test's `domains`): {key: (number fields)}.
+    number_lists: dict = field(default_factory=dict)
+    #: config keys of its document that must be numbers, and that name a file.
+    config_numbers: tuple = ()
+    config_files: tuple = ()
+    #: Its document carries preflight's `findings` list (checked by store.documents).
+    findings: bool = False
+    #: The report's plots of its documents (cobalt_bench.report.plots, by name).
+    plots: tuple = ()
+    #: doc -> [line]: what a failure of its result may mean, for the report.
+    hints: object = None

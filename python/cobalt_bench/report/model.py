@@ -1,0 +1,184 @@
+'''The model of one report: the run, its verdict (judging.verdict, from the site's
+compliance definition and references, never the kernels' own thresholds), its judged
+cases, the failures with the preflight findings and hints that may explain them, and the
+plots.'''
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+
+from .. import kernels
+from .. import preflight as pf
+from ..errors import CannotRun
+from ..judging import sanity
+from ..judging import verdict as vd
+from ..store import documents
+from ..store.model import KIND_JOBS
+from ..store.result import Result
+from .plots import make_plots
+
+# Check families, matched against check names, kernel names and ReFrame tags; preflight
+# findings name the families they can spoil (preflight.Finding.affects).
+FAMILIES = {
+    'memory': r'mem|memory|stream|numa',
+    'gpu': r'gpu|cuda',
+    'ethernet': r'eth|udp|tcp|iperf',
+    'interconnect': r'osu|mpi|linktest|infiniband|ib_|ib-|perftest|mad|rdma|dolphin',
+}
+
+
+def families(case):
+    '''The families a case belongs to: its kernel's (kernels' descriptors), else those
+    its check name, kernel name and tags match.'''
+    own = {k.family for k in map(kernels.of_document, case.docs) if k}
+    if own:
+        return own
+    words = ' '.join([case.check, case.kernel] + list(case.tags)).lower()
+    return {f for f, patt in FAMILIES.items() if re.search(patt, words)}
+
+
+@dataclass
+class Explained:
+    case: object
+    failing: list                       # metrics outside their bounds
+    findings: list                      # (host, Finding) that may explain it
+    hints: list = field(default_factory=list)
+
+
+@dataclass
+class Model:
+    run: object
+    verdict: str
+    counts: dict
+    preflight: list                     # (label, doc)
+    failures: list                      # Explained
+    plots: list
+    judgement: object = None            # verdict.Verdict: state, reasons, items
+    cases: list = field(default_factory=list)   # the run's cases as judged
+
+
+def _preflight_docs(run, extra_file):
+    docs = []
+    for case in run.cases:
+        for doc in case.docs:
+            if doc.get('test') == 'preflight' and 'findings' in doc:
+                docs.append((case, doc))
+    if extra_file:
+        try:
+            doc = documents.load_preflight(extra_file)
+        except documents.Damaged as err:
+            raise CannotRun(f'--preflight {err}')
+        docs.append((None, doc))
+    return docs
+
+
+def damaged_files(run):
+    '''[(case or None, documents.Damage)]: every file (or entry) of the run that could not be
+    read, with the case it belongs to; the report lists each where the result would be.'''
+    out, seen = [], set()
+    for c in run.cases:
+        for d in c.damaged:
+            out.append((c, d))
+            seen.add(d)
+    return out + [(None, d) for d in run.damaged if d not in seen]
+
+
+def _kernel_hints(case):
+    '''What a failure may mean: the kernel's own hints (its descriptor), then corrupted
+    data, for any kernel.'''
+    hints = []
+    for doc in case.docs:
+        kernel = kernels.of_document(doc)
+        if kernel and kernel.hints:
+            hints += kernel.hints(doc)
+        errors = sanity.verification_errors(doc)
+        if errors > 0:
+            hints.append(f'{doc.get("test")}: {int(errors)} verification errors: data '
+                         'were corrupted, a hardware or driver fault, not a slow machine')
+    return hints
+
+
+def build(run, preflight_file=None, with_plots=True, site=None):
+    '''The report's model. `site`: a site name or directory to judge by; None: the run's
+    own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
+    compliance definition and references, never the kernels' own thresholds.'''
+    pre = _preflight_docs(run, preflight_file)
+    run, recorded_site = _job_judgements(run)
+    sitedef = vd.site_of_run(run, site or recorded_site)
+    judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
+    verdict = judgement.state
+    counts = {}
+    for c in judgement.cases:
+        counts[c.result] = counts.get(c.result, 0) + 1
+    # Failed: measured and not good enough (or not sane). Aborted: not measured.
+    failed = [c for c in judgement.cases
+              if c.result.failed or c.result in (Result.ABORT, Result.ERROR)]
+
+    failures = []
+    for case in failed:
+        fams = families(case)
+        candidates = []
+        # Prefer the findings of the same partition and node; else any the run has.
+        same = [(c, d) for c, d in pre if c is not None and c.where == case.where
+                and (not case.nodes or d.get('host') in case.nodes or not d.get('host'))]
+        for c, doc in (same or pre):
+            for f in pf.findings_of(doc):
+                if f.status in (pf.FAIL, pf.WARN, pf.UNKNOWN) and (
+                        not fams or fams & set(f.affects)):
+                    candidates.append((doc.get('host', '?'), f))
+        if case.kernel == 'preflight':
+            # A failed preflight is explained by its own failing settings.
+            candidates = [(d.get('host', '?'), f) for d in case.docs
+                          for f in pf.findings_of(d)
+                          if f.status in (pf.FAIL, pf.UNKNOWN) and f.level == pf.REQUIRED]
+        order = {pf.FAIL: 0, pf.WARN: 1, pf.UNKNOWN: 2}
+        candidates.sort(key=lambda hf: (order[hf[1].status], hf[1].level != pf.REQUIRED))
+        failing = [m for m in case.metrics if m.verdict is Result.FAIL]
+        failures.append(Explained(case, failing, candidates, _kernel_hints(case)))
+    # Drawn from the judged cases: the reference curves need their bounds.
+    plots = make_plots(replace(run, cases=judgement.cases)) if with_plots else []
+    return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
+                 plots, judgement, judgement.cases)
+
+
+JUDGED_SUFFIX = '.judged.json'
+
+
+def judged_path(doc_path):
+    '''Where `cobalt-bench judge` (called by a job script) records its judgement of a job
+    document: mem-test-12.json -> mem-test-12.judged.json.'''
+    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
+    return base + JUDGED_SUFFIX
+
+
+def _job_judgements(run):
+    '''(run, site) for job documents: the run with what each job's `cobalt-bench judge`
+    recorded beside its document (the partition, the command line) on its case, and the
+    site they name when they all name the same one, else None.'''
+    if run.kind != KIND_JOBS:
+        return run, None
+    sites = set()
+    cases = []
+    for case in run.cases:
+        for path in case.doc_paths:
+            try:
+                rec = documents.read_json(judged_path(path))
+            except (documents.Damaged, OSError):
+                continue
+            if not isinstance(rec, dict):
+                continue
+            if isinstance(rec.get('site_dir'), str):
+                sites.add(rec['site_dir'])
+            if isinstance(rec.get('partition'), str):
+                case = replace(case, judged_partition=rec['partition'])
+            if isinstance(rec.get('command'), str):
+                case = replace(case, command=rec['command'])
+        cases.append(case)
+    return replace(run, cases=cases), (sites.pop() if len(sites) == 1 else None)
+
+
+def _pre_label(case, doc):
+    host = doc.get('host', '?')
+    if case is None:
+        return f'{host} (--preflight)'
+    return f'{case.where} {host}'

@@ -1,0 +1,100 @@
+'''ReFrame's reference bounds, the one rule for everything that judges: a reference
+(value, lower, upper) with lower and upper as fractions of the value, as ReFrame applies
+them (reframe.utility.sanity.reference_bounds and assert_reference): the references'
+validation (site.references), the judges (cobalt_bench.judging) and the report's bounds.
+
+ReFrame's own functions are used where ReFrame is installed (the checkout's .venv has it);
+the same rule is written out for a Python without it.
+'''
+
+import math
+from dataclasses import dataclass
+
+try:
+    import reframe.utility.sanity as _sn
+    from reframe.core.exceptions import SanityError as _SanityError
+except ImportError:                     # pragma: no cover - the checkout's .venv has ReFrame
+    _sn = None
+
+    class _SanityError(Exception):
+        pass
+
+
+def threshold_problem(value, lower, upper):
+    '''What ReFrame's reference_bounds() rejects in thresholds (a lower one in [-1, 0] for
+    a positive reference, <= 0 for 0 or a negative one; an upper one >= 0 for a reference
+    >= 0, in [0, 1] for a negative one), or ''.'''
+    if _sn is not None:
+        try:
+            _sn.reference_bounds(value, lower, upper)
+        except ValueError as err:
+            return str(err)
+        return ''
+    if lower is not None and not ((value > 0 and -1 <= lower <= 0) or     # pragma: no cover
+                                  (value == 0 and lower <= 0) or (value < 0 and lower <= 0)):
+        return f'invalid low threshold value: {lower}'
+    if upper is not None and not ((value >= 0 and upper >= 0) or          # pragma: no cover
+                                  (value < 0 and 0 <= upper <= 1)):
+        return f'invalid high threshold value: {upper}'
+    return ''
+
+
+def _finite_or_none(x):
+    return None if x is None or (isinstance(x, float) and math.isinf(x)) else x
+
+
+@dataclass(frozen=True)
+class Bounds:
+    '''Absolute bounds of a reference; None: that side is open.'''
+    lower: object = None
+    upper: object = None
+
+    @classmethod
+    def of(cls, value, lower, upper):
+        '''The bounds of reference `value` with fractional thresholds `lower`, `upper`:
+        value * (1 + threshold), the sign turned for a negative value; for a value of 0
+        the thresholds are absolute.'''
+        if _sn is not None and value is not None:
+            try:
+                lo, hi = _sn.reference_bounds(value, lower, upper)
+                return cls(_finite_or_none(lo), _finite_or_none(hi))
+            except ValueError:
+                pass                    # a bound ReFrame rejects: computed as written
+
+        def bound(thres):
+            if thres is None or value is None:
+                return None
+            if value == 0:
+                return thres
+            return value * (1 - thres if value < 0 else 1 + thres)
+        return cls(_finite_or_none(bound(lower)), _finite_or_none(bound(upper)))
+
+    def contains(self, value):
+        '''Whether a measured value meets them (a value that is no number never does).'''
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return False
+        return (self.lower is None or value >= self.lower) and \
+            (self.upper is None or value <= self.upper)
+
+    def text(self, number=lambda v: f'{v:g}'):
+        '''As people read them: "lo .. hi", ">= lo", "<= hi", or "any"; `number` formats
+        each bound.'''
+        if self.lower is not None and self.upper is not None:
+            return f'{number(self.lower)} .. {number(self.upper)}'
+        if self.lower is not None:
+            return f'>= {number(self.lower)}'
+        if self.upper is not None:
+            return f'<= {number(self.upper)}'
+        return 'any'
+
+
+def meets(value, ref_value, lower, upper):
+    '''Whether `value` meets the reference: ReFrame's sn.assert_reference.'''
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    if _sn is not None:
+        try:
+            return bool(_sn.evaluate(_sn.assert_reference(value, ref_value, lower, upper)))
+        except _SanityError:
+            return False
+    return Bounds.of(ref_value, lower, upper).contains(value)     # pragma: no cover

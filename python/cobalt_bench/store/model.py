@@ -1,0 +1,115 @@
+'''The results model: a run, its cases (a check on a partition, or a job's document) and
+their metrics, as read from the store (store.reader). Every field is declared here; the
+judges (cobalt_bench.judging) never change these objects: a judged case is a new Case
+(dataclasses.replace) carrying the site's judgement.
+'''
+
+import os
+from dataclasses import dataclass, field
+
+from .result import Result, RunState
+
+
+@dataclass
+class Metric:
+    name: str
+    value: object
+    unit: str
+    ref: object = None          # reference value, None when not judged
+    # ReFrame's thresholds as recorded: fractions of `ref` (its reference tuple).
+    lower_thres: object = None
+    upper_thres: object = None
+    # PASS, FAIL, XFAIL, XPASS as ReFrame recorded it; UNKNOWN where the record keeps
+    # none (a perflog); RECORDED: no reference.
+    verdict: Result = Result.RECORDED
+    # The absolute bounds, once judged (judging.bounds, ReFrame's rule); None: open.
+    lower: object = None
+    upper: object = None
+    # The site.Ref (file, check, partition key, metric) it was judged by, when the site's
+    # references are known (the report shows it).
+    entry: object = None
+
+    def __post_init__(self):
+        self.verdict = Result(self.verdict)       # a word given is typed here, once
+
+    @property
+    def judged(self):
+        return self.verdict is not Result.RECORDED
+
+
+@dataclass
+class Case:
+    '''One test case: a check on a system:partition (and node list), or a job document.'''
+    check: str
+    system: str = ''
+    partition: str = ''
+    environ: str = ''
+    nodes: list = field(default_factory=list)
+    result: Result = Result.UNKNOWN
+    fail_phase: str = ''
+    fail_reason: str = ''
+    jobid: str = ''
+    tags: list = field(default_factory=list)
+    metrics: list = field(default_factory=list)
+    docs: list = field(default_factory=list)     # kernel JSON documents (dicts)
+    doc_paths: list = field(default_factory=list)
+    stdout: str = ''            # path of the job's stdout, if kept
+    dirs: list = field(default_factory=list)     # output/stage directories found
+    # What of this case could not be read: [documents.Damage(path, problem)] (a truncated
+    # kernel document, a perfvalues entry with a non-numeric bound, ...). Non-empty: the
+    # result is DAMAGED unless ReFrame already failed the case.
+    damaged: list = field(default_factory=list)
+    reframe_result: object = None   # the Result as ReFrame (or the document) gave it
+    # A job document's `cobalt-bench judge` record (the .judged.json beside it): the site
+    # partition it was judged on and the command line that produced it ('' : none).
+    judged_partition: str = ''
+    command: str = ''
+    # Set by ReFrame's sanity rule (judging.sanity): the kernel exited with a status that
+    # means it did not run (usage error, cannot run): nothing was measured.
+    not_run: bool = False
+
+    def __post_init__(self):
+        self.result = Result(self.result)
+        if self.reframe_result is not None:
+            self.reframe_result = Result(self.reframe_result)
+
+    @property
+    def where(self):
+        return f'{self.system}:{self.partition}' if self.system else self.partition or '-'
+
+    @property
+    def kernel(self):
+        return next((d.get('test') for d in self.docs if d.get('test')), '')
+
+    def metric(self, name):
+        return next((m for m in self.metrics if m.name == name), None)
+
+
+@dataclass
+class Run:
+    path: str
+    kind: str                   # 'reframe' (a run directory) or 'jobs' (job documents)
+    site: str = ''
+    run_id: str = ''
+    state: RunState = RunState.COMPLETE
+    state_why: str = ''
+    session: dict = field(default_factory=dict)
+    cases: list = field(default_factory=list)
+    sources: list = field(default_factory=list)   # what was read, for the report's footer
+    # Every documents.Damage(path, problem) met while reading the run, the cases' included
+    # (a damaged report.json too: then the cases come from the perflogs, the run is
+    # PARTIAL and report_damage names it). Empty: every file read was whole.
+    damaged: list = field(default_factory=list)
+    report_damage: object = None  # documents.Damage of an unusable report.json, or None
+
+    def __post_init__(self):
+        self.state = RunState(self.state)
+
+    @property
+    def label(self):
+        if self.site and self.run_id:
+            return f'{self.site}/{self.run_id}'
+        return self.site or self.run_id or os.path.basename(self.path)
+
+
+KIND_REFRAME, KIND_JOBS = 'reframe', 'jobs'

@@ -1,0 +1,290 @@
+'''Reading one run of the store into the model (store.model): a ReFrame run directory
+(its report.json; without one, what the perflogs and JSON documents it left say), a
+directory of job documents, or one kernel JSON document.
+
+A run without report.json is partial (ReFrame writes it last). Job scripts (jobs/*.slurm)
+write results/slurm/<kernel>-<jobid>.json: a directory of kernel JSON documents, or one
+document, is read as a run whose cases are the documents, to be judged by a site's
+references (cobalt_bench.judging).
+
+Every file is read through store.documents, which checks its shape. What could not be
+read is never dropped silently: it is a Damage (file, problem) on the case it belongs to
+(Case.damaged; the case's result becomes DAMAGED) and on the run (Run.damaged), for the
+report to show and the verdict to count. Nothing here judges: metrics keep what ReFrame
+recorded (its reference and fractional thresholds, its result).
+'''
+
+import os
+import re
+
+from ..errors import CannotRun
+from . import perflog
+from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
+                        perf_entry, read_json, relpath, report_testcases, testcase_problems)
+from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
+from .result import Result, RunState
+from .runs import REPORT, is_run_dir, run_state
+
+def _damage(case, path, problem):
+    case.damaged.append(Damage(path, problem))
+
+
+def _mark_damaged(case, run_path):
+    '''A case with damaged files is DAMAGED, with the first damage as its reason; a case
+    ReFrame failed stays failed (its damage is still listed).'''
+    case.reframe_result = case.reframe_result or case.result
+    if not case.damaged or case.result in (Result.FAIL, Result.ABORT, Result.ERROR):
+        return
+    first = case.damaged[0]
+    case.result = Result.DAMAGED
+    case.fail_phase = 'damaged result'
+    more = f' (and {len(case.damaged) - 1} more)' if len(case.damaged) > 1 else ''
+    case.fail_reason = f'could not read {relpath(first.path, run_path)}: {first.problem}{more}'
+
+
+def _rebase(path, session, run_path):
+    '''A path from report.json inside this run directory (which may have been moved or
+    copied since ReFrame wrote it).'''
+    if not path:
+        return path
+    for key, sub in (('prefix_output', 'output'), ('prefix_stage', 'stage')):
+        old = session.get(key)
+        if old and path.startswith(old.rstrip('/') + '/'):
+            here = os.path.join(run_path, sub, os.path.relpath(path, old))
+            if os.path.exists(here):
+                return here
+    return path
+
+
+def _collect_docs(case, dirs, expected=None):
+    '''The kernel documents in a test's directories. `expected`: the document the check
+    names (report.json's json_file), which a passed case must have.'''
+    seen = set()
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        case.dirs.append(d)
+        try:
+            names = sorted(os.listdir(d))
+        except OSError as err:
+            _damage(case, d, f'cannot list the directory: {err.strerror or err}')
+            continue
+        for name in names:
+            if not name.endswith('.json') or name in seen:
+                continue
+            path = os.path.join(d, name)
+            try:
+                doc = read_json(path)
+            except Damaged as err:
+                seen.add(name)
+                _damage(case, path, err.problem)
+                continue
+            if not looks_like_kernel_doc(doc) and name != expected:
+                continue    # a JSON file of somebody else's, not a result
+            seen.add(name)
+            problems = kernel_doc_problems(doc)
+            if problems:
+                _damage(case, path, '; '.join(problems[:3]))
+                continue
+            case.docs.append(doc)
+            case.doc_paths.append(path)
+    if expected and expected not in seen and case.result is Result.PASS and case.dirs:
+        _damage(case, os.path.join(case.dirs[0], expected),
+                'missing: the check passed, but its document is not there')
+
+
+def _metric(name, value, unit, ref, lower, upper, verdict):
+    '''A metric as ReFrame recorded it: its reference and fractional thresholds (the
+    absolute bounds are the judges', cobalt_bench.judging.bounds); no reference (ReFrame's
+    0 and no thresholds) is RECORDED.'''
+    if ref in (0, None) and lower is None and upper is None:
+        return Metric(name, value, unit or '')
+    return Metric(name, value, unit or '', ref, lower_thres=lower, upper_thres=upper,
+                  verdict=verdict)
+
+
+def _perf_metrics(perfvalues, prefix, case=None, where='', path=''):
+    metrics = []
+    for key, entry in perfvalues.items():
+        name = key[len(prefix):] if key.startswith(prefix) else key.rsplit(':', 1)[-1]
+        fields = perf_entry(key, entry)
+        if isinstance(fields, str):
+            if case is not None:
+                _damage(case, path, f'{where}: {fields}')
+            continue
+        value, ref, lower, upper, unit, result = fields
+        metrics.append(_metric(name, value, unit, ref, lower, upper,
+                               Result.of(result, Result.UNKNOWN) if result else Result.PASS))
+    return metrics
+
+
+_ANSI = re.compile(r'\x1b\[[0-9;]*m')
+_SKIP = re.compile(r'SKIP\s*\]\s*\(\s*\d+/\d+\)\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)'
+                   r'\s+\[(?P<reason>.*)\]\s*$')
+
+
+def _skip_reasons(run_path):
+    '''{(hashcode, 'system:partition+environ'): reason} from ReFrame's log in output/:
+    the run report does not keep why a test was skipped.'''
+    reasons = {}
+    out = os.path.join(run_path, 'output')
+    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+        if not (name.startswith('rfm-') and name.endswith('.log')):
+            continue
+        try:
+            with open(os.path.join(out, name), errors='replace') as fp:
+                for line in fp:
+                    m = _SKIP.search(_ANSI.sub('', line))
+                    if m:
+                        reasons[(m.group('hash'), m.group('where'))] = m.group('reason')
+        except OSError:
+            continue
+    return reasons
+
+
+def _from_report(run, report, path):
+    '''The cases of a parsed report.json (`path`); Damaged if it is not a run report.'''
+    session, testcases, damage = report_testcases(report, path)
+    run.session = session
+    skipped = _skip_reasons(run.path)
+    # With --reruns / --max-retries a case appears in several runs: the last one counts.
+    latest = {}
+    for where, raw in testcases:
+        tc, problems = testcase_problems(raw)
+        latest[(tc['unique_name'] or tc['name'], tc['system'], tc['partition'],
+                tc['environ'])] = (where, tc, problems)
+    for where, tc, problems in latest.values():
+        case = Case(check=tc['display_name'] or tc['name'] or where,
+                    system=tc['system'] or '', partition=tc['partition'] or '',
+                    environ=tc['environ'] or '', nodes=tc['job_nodelist'],
+                    result=Result.of(tc['result'] or '', Result.UNKNOWN),
+                    fail_phase=tc['fail_phase'] or '',
+                    fail_reason=tc['fail_reason'] or '',
+                    jobid=tc['jobid'], tags=sorted(tc['tags']))
+        label = f'{where} ({case.check} on {case.where})'
+        for problem in problems:
+            _damage(case, path, f'{label}: {problem}')
+        if case.result is Result.SKIP:
+            case.fail_reason = skipped.get(
+                (tc['hashcode'], f'{case.system}:{case.partition}+{case.environ}'), '')
+        prefix = f'{case.system}:{case.partition}:'
+        case.metrics = _perf_metrics(tc['perfvalues'], prefix, case, label, path)
+        outdir = _rebase(tc['outputdir'], run.session, run.path)
+        stagedir = _rebase(tc['stagedir'], run.session, run.path)
+        _collect_docs(case, [d for d in (outdir, stagedir) if d], tc['json_file'])
+        for d in case.dirs:
+            out = os.path.join(d, tc['job_stdout'] or 'rfm_job.out')
+            if os.path.isfile(out):
+                case.stdout = out
+                break
+        run.cases.append(case)
+    for d in damage:
+        if d.problem.startswith('runs['):
+            # A test case that is not one: a check whose result is lost, which must not
+            # let the run read as whole.
+            case = Case(check=d.problem.split(' ', 1)[0], result=Result.UNKNOWN, damaged=[d])
+            _mark_damaged(case, run.path)
+            run.cases.append(case)
+        else:
+            run.damaged.append(d)
+
+
+def _case_from_doc(doc, path):
+    passed = (doc.get('compliance') or {}).get('passed')
+    m = re.search(r'-(\d+)\.json$', path)
+    jobid = m.group(1) if m else ''
+    case = Case(check=doc.get('test', '?'), partition=f'job {jobid}' if jobid else 'job',
+                nodes=[doc.get('host', '')], jobid=jobid,
+                result=(Result.PASS if passed else Result.FAIL if passed is False
+                        else Result.UNKNOWN),
+                docs=[doc], doc_paths=[path])
+    if passed is False:
+        case.fail_phase = 'compliance'
+        case.fail_reason = (f'{doc.get("test")} reported not compliant '
+                            f'(threshold {doc["compliance"].get("threshold")})')
+    for name, m in doc['metrics'].items():
+        if isinstance(m, dict) and isinstance(m.get('value'), (int, float)):
+            case.metrics.append(Metric(name, m['value'], m.get('unit') or ''))
+    return case
+
+
+def load_run(path):
+    '''Read a run directory, a directory of job JSON documents, or one JSON document.
+    Raises CannotRun (documents.Damaged: with .path and .problem) when nothing usable is
+    there; what is damaged in a usable run is in Run.damaged and Case.damaged.'''
+    path = os.path.abspath(path)
+    if os.path.isfile(path):
+        doc = read_json(path)
+        if not looks_like_kernel_doc(doc):
+            raise Damaged(path, 'not a run directory nor a kernel JSON document')
+        problems = kernel_doc_problems(doc)
+        if problems:
+            raise Damaged(path, 'not a valid kernel JSON document: ' + '; '.join(problems[:3]))
+        run = Run(path=path, kind=KIND_JOBS, run_id=os.path.basename(path))
+        run.cases.append(_case_from_doc(doc, path))
+        run.sources.append(path)
+        return run
+    if not os.path.isdir(path):
+        raise CannotRun(f'{path}: no such run')
+
+    parent = os.path.dirname(path)
+    if is_run_dir(path):
+        run = Run(path=path, kind=KIND_REFRAME, site=os.path.basename(parent),
+                  run_id=os.path.basename(path))
+        run.state, run.state_why = run_state(path)
+        report_path = os.path.join(path, REPORT)
+        have_report = os.path.lexists(report_path)
+        try:
+            if have_report:
+                _from_report(run, read_json(report_path), report_path)
+                run.sources.append(report_path)
+        except Damaged as err:
+            # Not a run report: what ReFrame logged as it went (the perflogs) still is;
+            # the run reads as partial, and report_damage says why.
+            run.cases = []
+            run.report_damage = err.damage
+            run.damaged.append(err.damage)
+            run.state, run.state_why = RunState.PARTIAL, f'{REPORT} is damaged: {err.problem}'
+            have_report = False
+        if not have_report:
+            perflog.read_run(run, _collect_docs, _mark_damaged)
+        for c in run.cases:
+            _mark_damaged(c, run.path)
+            run.damaged.extend(d for d in c.damaged if d not in run.damaged)
+            run.sources.extend(c.doc_paths)
+        run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
+        return run
+
+    docs, damaged = [], []
+    for dirpath, _, files in os.walk(path):
+        for name in sorted(files):
+            if name.endswith('.json'):
+                p = os.path.join(dirpath, name)
+                try:
+                    doc = read_json(p)
+                except Damaged as err:
+                    damaged.append(err.damage)
+                    continue
+                if not looks_like_kernel_doc(doc):
+                    continue
+                problems = kernel_doc_problems(doc)
+                if problems:
+                    damaged.append(Damage(p, '; '.join(problems[:3])))
+                else:
+                    docs.append((p, doc))
+    if not docs and not damaged:
+        raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
+                        'nor a directory of kernel JSON documents')
+    run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
+    for p, doc in sorted(docs):
+        run.cases.append(_case_from_doc(doc, p))
+        run.sources.append(p)
+    for d in sorted(damaged, key=lambda d: d.path):
+        # A job's document that cannot be read: its job's result is lost, not absent.
+        m = re.match(r'(.+?)(?:-(\d+))?\.json$', os.path.basename(d.path))
+        case = Case(check=m.group(1), partition=f'job {m.group(2)}' if m.group(2) else 'job',
+                    jobid=m.group(2) or '', result=Result.UNKNOWN, damaged=[d])
+        _mark_damaged(case, path)
+        run.cases.append(case)
+        run.damaged.append(d)
+    return run

@@ -1,0 +1,198 @@
+"""The local Slurm cluster and the batch jobs the tests submit to it.
+
+- ``slurm_cluster``: the ``local-slurm`` site's real Slurm cluster
+  (``site-configs/local-slurm/cluster``), started once per test session unless it already
+  runs (a cluster this session started is stopped again at its end). Tests that need it are
+  skipped, with the reason, where it cannot run (not root, Slurm not installed); where it
+  can run but fails to start, they fail.
+- ``sbatch()`` and ``finished_job()``: submit one of jobs/ as a user does (from a directory,
+  with an environment) and wait for its accounting; ``SlurmCluster.sbatch()`` and
+  ``.wait_for_job()`` do the same for a job that the test writes itself (``--wrap``).
+
+Jobs are submitted without ``sbatch --wait`` (it polls at 2, 10, 42 s) and followed here
+with sacct, up to a bounded time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from plugins.checkout import REPO_ROOT
+
+CLUSTER_SCRIPT = REPO_ROOT / "site-configs" / "local-slurm" / "cluster"
+SLURM_DIR = Path(os.environ.get("COBALT_SLURM_DIR", "/var/tmp/cobalt-bench-slurm"))
+
+# What `cluster start` needs, by command; the package that provides each on Debian 12.
+_REQUIRED_COMMANDS = {
+    "slurmctld": "slurmctld (slurm-wlm)",
+    "slurmd": "slurmd (slurm-wlm)",
+    "slurmdbd": "slurmdbd",
+    "sbatch": "slurm-client",
+    "munged": "munge",
+    "mariadbd": "mariadb-server",
+}
+
+# Seconds allowed for `cluster start` (a cold start takes a few seconds) and `stop`.
+_START_TIMEOUT = 300
+_STOP_TIMEOUT = 120
+
+JOB_TIMEOUT = 60  # seconds a trivial job may take from submission to its final state
+FINAL_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED",
+                "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
+
+
+def job_record(jobid, env: dict, fields, timeout: float, cluster=None) -> dict:
+    """{field: value} of sacct's allocation line for the job once it has reached a final
+    state and each of `fields` is filled in (sacct may lag behind the job: for a job that
+    ends within a second, slurmdbd may first hold a record without its partition). The
+    state is its first word ("CANCELLED by 0" -> "CANCELLED"). The test fails when that
+    takes over `timeout` s (the job is then cancelled; `cluster`'s logs are shown)."""
+    jobid = str(jobid)
+    columns = ["JobID", "State", *[f for f in fields if f != "State"]]
+    deadline = time.monotonic() + timeout
+    out = ""
+    while time.monotonic() < deadline:
+        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", jobid, "-o", ",".join(columns)],
+                             env=env, text=True, capture_output=True, timeout=30).stdout
+        for line in out.splitlines():
+            values = line.split("|")
+            if len(values) != len(columns) or values[0] != jobid:
+                continue
+            rec = dict(zip(columns, values))
+            rec["State"] = rec["State"].split()[0] if rec["State"] else ""
+            if rec["State"] in FINAL_STATES and all(rec[f] for f in fields):
+                return rec
+        time.sleep(0.2)
+    squeue = subprocess.run(["squeue", "-j", jobid], env=env, text=True,
+                            capture_output=True, timeout=30).stdout
+    subprocess.run(["scancel", jobid], env=env, capture_output=True, timeout=30)
+    logs = cluster.logs() if cluster is not None else ""
+    pytest.fail(f"job {jobid} did not finish in {timeout} s; sacct: {out!r}; "
+                f"squeue:\n{squeue}\n{logs}")
+
+
+def sbatch(script, cwd, env, *options) -> str:
+    """Submit `script` (sbatch --parsable OPTIONS SCRIPT from `cwd` with `env`); its job id."""
+    proc = subprocess.run(["sbatch", "--parsable", *options, str(script)], cwd=cwd, env=env,
+                          text=True, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().split(";")[0]
+
+
+def finished_job(jobid, env, timeout=180, fields=("State", "ExitCode")) -> tuple:
+    """The job's sacct `fields` once it has ended and each of them is filled in."""
+    rec = job_record(jobid, env, fields, timeout)
+    return tuple(rec[f] for f in fields)
+
+
+@dataclass
+class SlurmCluster:
+    """A running local-slurm cluster, as the ``slurm_cluster`` fixture hands it out."""
+
+    script: Path  # site-configs/local-slurm/cluster
+    state_dir: Path  # $COBALT_SLURM_DIR: configuration, state, logs
+    slurm_conf: Path  # export this as SLURM_CONF
+    env: dict = field(repr=False)  # os.environ plus SLURM_CONF: pass to subprocess
+    started_here: bool = False  # True when this session started it (and stops it)
+
+    def run(self, args, timeout: float = 60, check: bool = False, **kwargs):
+        """Run a command (a list) with the cluster's environment; text output captured."""
+        return subprocess.run(
+            [str(a) for a in args],
+            env=self.env,
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+            check=check,
+            **kwargs,
+        )
+
+    def cluster(self, *args, timeout: float = _START_TIMEOUT):
+        """Run the ``cluster`` script with the given arguments."""
+        return self.run([self.script, *args], timeout=timeout)
+
+    def logs(self) -> str:
+        """The end of every daemon log, for failure messages."""
+        try:
+            return self.cluster("logs", "-n", "20", timeout=30).stdout
+        except Exception as exc:  # a failure message must not fail itself
+            return f"(logs unavailable: {exc})"
+
+    def sbatch(self, tmp_path: Path, *args) -> int:
+        """Submit a batch job; return its id. Output goes to tmp_path/slurm-<id>.out."""
+        res = self.run(["sbatch", "--parsable", f"--chdir={tmp_path}",
+                        f"--output={tmp_path}/slurm-%j.out", *args])
+        assert res.returncode == 0, f"sbatch failed: {res.stderr}"
+        return int(res.stdout.strip().split(";")[0])
+
+    def wait_for_job(self, job_id, timeout: float = JOB_TIMEOUT) -> dict:
+        """The job's sacct record (State, Partition, NodeList, ExitCode, NNodes) once it has
+        reached a final state."""
+        return job_record(job_id, self.env, ("State", "Partition", "NodeList", "ExitCode",
+                                             "NNodes"), timeout, cluster=self)
+
+    @staticmethod
+    def job_output(tmp_path: Path, job_id) -> str:
+        """What a job submitted with ``sbatch()`` above printed."""
+        return (tmp_path / f"slurm-{job_id}.out").read_text()
+
+    def has_arm_node(self) -> bool:
+        """Partition arm holds the aarch64 node a1 (the arm64 root was there when the
+        cluster started), not n1 and n2 standing in."""
+        return "NodeName=a1 " in self.slurm_conf.read_text()
+
+
+def _cannot_run_reason() -> str | None:
+    """Why the local cluster cannot run here, or None when it can."""
+    if os.geteuid() != 0:
+        return ("the local Slurm cluster must be started as root (its daemons drop to the "
+                "munge, mysql and slurm users); run the tests as root")
+    missing = [pkg for cmd, pkg in _REQUIRED_COMMANDS.items()
+               if shutil.which(cmd) is None
+               and not (cmd == "mariadbd" and shutil.which("mysqld"))]
+    if missing:
+        return "not installed: " + ", ".join(missing)
+    if not os.access(CLUSTER_SCRIPT, os.X_OK):
+        return f"{CLUSTER_SCRIPT} is missing or not executable"
+    return None
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """Start the local-slurm cluster (unless it already runs) and yield a SlurmCluster.
+
+    A cluster that was already up before the session is left running at the end; one that
+    this session started is stopped again.
+    """
+    reason = _cannot_run_reason()
+    if reason:
+        pytest.skip(f"local Slurm cluster unavailable: {reason}")
+
+    state_dir = SLURM_DIR.resolve()
+    slurm_conf = state_dir / "etc" / "slurm.conf"
+    env = dict(os.environ, SLURM_CONF=str(slurm_conf))
+    env.setdefault("COBALT_SLURM_DIR", str(state_dir))
+    cluster = SlurmCluster(CLUSTER_SCRIPT, state_dir, slurm_conf, env)
+
+    was_running = cluster.cluster("status", timeout=60).returncode == 0
+    if not was_running:
+        start = cluster.cluster("start")
+        if start.returncode != 0:
+            pytest.fail(
+                "`cluster start` failed (exit %d):\n%s\n%s"
+                % (start.returncode, start.stdout, start.stderr),
+                pytrace=False,
+            )
+        cluster.started_here = True
+
+    yield cluster
+
+    if cluster.started_here:
+        cluster.cluster("stop", timeout=_STOP_TIMEOUT)
