@@ -96,7 +96,8 @@ def test_interrupted_run_is_partial_and_earlier_runs_intact(store):
     proc = subprocess.Popen([RUN_SUITE, 'local', '-n', 'MemTest', '--nocolor', '-S',
                              'kernel_opts=--stations 1 --desired-rate 8 --duration 60'],
                             env=env_for(results), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_default_stop_signals)
     try:
         # Wait for mem-test to be running, then Ctrl-C the whole run (its process group).
         deadline = time.monotonic() + 120
@@ -154,11 +155,13 @@ def processes_under(path):
     return pids
 
 
-def _default_hangup():
-    # A shell started with SIGHUP ignored (under nohup, or a CI runner that ignores it)
-    # cannot trap it: that is nohup's promise. run-suite started from a login session has
-    # it at its default, as here.
+def _default_stop_signals():
+    # A shell started with a signal ignored cannot trap it, and Python leaves it ignored:
+    # nohup ignores SIGHUP, and a non-interactive shell starts a background job (`make test
+    # &`) with SIGINT ignored. run-suite started from a terminal or a login session has both
+    # at their default, as here, whatever the test runner itself was started with.
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGHUP])
@@ -171,7 +174,7 @@ def test_a_signal_to_run_suite_stops_reframe_within_seconds(sig, tmp_path):
                              'kernel_opts=--stations 1 --desired-rate 8 --duration 120'],
                             env=env_for(results), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_default_hangup)
+                            preexec_fn=_default_stop_signals)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
