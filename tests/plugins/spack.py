@@ -17,6 +17,7 @@ and skip, naming `scripts/spack-offline env`, where it was not run.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -105,9 +106,15 @@ def _sync_checkout(dest: Path) -> None:
               if f and (REPO_ROOT / f).is_file()}
     for name in wanted:
         src, dst = REPO_ROOT / name, dest / name
-        if dst.is_file() and not dst.is_symlink() and dst.read_bytes() == src.read_bytes():
+        if src.is_symlink():
+            # A link of the tree (jobs/lib/osu-search-dirs): the same link, relative.
+            if dst.is_symlink() and os.readlink(dst) == os.readlink(src):
+                continue
+        elif dst.is_file() and not dst.is_symlink() and dst.read_bytes() == src.read_bytes():
             continue
         dst.parent.mkdir(parents=True, exist_ok=True)
+        if dst.is_symlink() or dst.exists():
+            dst.unlink()
         shutil.copy2(src, dst, follow_symlinks=False)
     for path in sorted(dest.rglob("*"), reverse=True):
         rel = path.relative_to(dest).as_posix()

@@ -69,7 +69,7 @@ def test_install_is_a_make_install_tree(spack_site, repo_root):
     assert (share / "site-configs" / "local" / "config.py").is_file()
     assert (share / "VERSION").read_text().strip() == version
     # The Python package, installed by `make install` with Debian's python3 and pip.
-    assert (prefix / "lib" / "cobalt-bench" / "python" / "cobalt_bench" / "cli.py").is_file()
+    assert (prefix / "lib" / "cobalt-bench" / "python" / "cobalt_bench" / "cli" / "__init__.py").is_file()
 
 
 @needs_spack
