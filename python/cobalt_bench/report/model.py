@@ -3,7 +3,6 @@ compliance definition and references, never the kernels' own thresholds), its ju
 cases, the failures with the preflight findings and hints that may explain them, and the
 plots.'''
 
-import os
 import re
 from dataclasses import dataclass, field, replace
 

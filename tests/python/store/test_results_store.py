@@ -93,11 +93,7 @@ def test_a_given_run_id_is_never_overwritten(store):
 def test_interrupted_run_is_partial_and_earlier_runs_intact(store):
     results, run1, digest1, _ = store
     before = set(os.listdir(os.path.join(str(results), 'local')))
-    proc = subprocess.Popen([RUN_SUITE, 'local', '-n', 'MemTest', '--nocolor', '-S',
-                             'kernel_opts=--stations 1 --desired-rate 8 --duration 60'],
-                            env=env_for(results), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_default_stop_signals)
+    proc = start_memtest_run(results, 60)
     try:
         # Wait for mem-test to be running, then Ctrl-C the whole run (its process group).
         deadline = time.monotonic() + 120
@@ -155,6 +151,16 @@ def processes_under(path):
     return pids
 
 
+def start_memtest_run(results, seconds):
+    '''run-suite of the local site's MemTest for `seconds`, in its own session, as a user
+    starts it from a terminal (stop signals at their default); output captured.'''
+    return subprocess.Popen([RUN_SUITE, 'local', '-n', 'MemTest', '--nocolor', '-S',
+                             f'kernel_opts=--stations 1 --desired-rate 8 --duration {seconds}'],
+                            env=env_for(results), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                            preexec_fn=_default_stop_signals)
+
+
 def _default_stop_signals():
     # A shell started with a signal ignored cannot trap it, and Python leaves it ignored:
     # nohup ignores SIGHUP, and a non-interactive shell starts a background job (`make test
@@ -170,11 +176,7 @@ def test_a_signal_to_run_suite_stops_reframe_within_seconds(sig, tmp_path):
     system or a supervisor sends it): ReFrame gets it, stops its test and mem-test, and
     the run is marked interrupted by that signal.'''
     results = tmp_path / 'results'
-    proc = subprocess.Popen([RUN_SUITE, 'local', '-n', 'MemTest', '--nocolor', '-S',
-                             'kernel_opts=--stations 1 --desired-rate 8 --duration 120'],
-                            env=env_for(results), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                            preexec_fn=_default_stop_signals)
+    proc = start_memtest_run(results, 120)
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
