@@ -10,6 +10,9 @@ LDLIBS  += -pthread -lm
 # (bootstrap.sh), else python3. `make install` installs the cobalt_bench package with it,
 # and the installed console scripts run with it.
 PYTHON  ?= $(if $(wildcard .venv/bin/python),$(abspath .venv/bin/python),python3)
+# `make install REFRAME_MODULE=reframe/4.7.3`: the site's ReFrame module, which the
+# installed cobalt-bench module loads (docs/running-at-a-site.md); empty: none.
+REFRAME_MODULE ?=
 
 # ---- the target architecture: native, or a cross build (make CC=aarch64-linux-gnu-gcc) --
 # ARCH is the compiler's target (x86_64, aarch64). A cross build gets its own build and bin
@@ -128,13 +131,15 @@ ctest: $(CTESTS)
 # ---- the Python package (pyproject.toml, python/cobalt_bench) ----------------------
 # In a checkout bootstrap.sh installs it editable into .venv; bin/ links to its console
 # scripts, so that bin/ holds every command (the tests, the module's PATH).
+# The venv's `reframe` too: `module load cobalt-bench` then gives a ReFrame that imports
+# this checkout's package (docs/running-at-a-site.md).
 PY_COMMANDS := cobalt-bench cb-linktest-report
 .PHONY: python-commands
 ifneq ($(wildcard .venv/bin/cobalt-bench),)
 all: python-commands
 python-commands:
 	@mkdir -p $(BIN)
-	@for c in $(PY_COMMANDS); do ln -sfn $(abspath .venv/bin)/$$c $(BIN)/$$c; done
+	@for c in $(PY_COMMANDS) reframe; do ln -sfn $(abspath .venv/bin)/$$c $(BIN)/$$c; done
 else
 SKIPPED += "cobalt-bench, cb-linktest-report: the package is not installed in .venv (./bootstrap.sh --no-run)"
 endif
@@ -164,7 +169,8 @@ install: all
 		ln -sfn ../lib/cobalt-bench/python/$$c $(PREFIX)/bin/$$c; done
 	rmdir $(PYLIB)/bin
 	for f in modulefiles/cobalt-bench/*.lua; do \
-		sed 's|@PREFIX@|$(abspath $(PREFIX))|' $$f > $(PREFIX)/$$f.tmp && \
+		sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@REFRAME_MODULE@|$(REFRAME_MODULE)|' \
+			$$f > $(PREFIX)/$$f.tmp && \
 		chmod 644 $(PREFIX)/$$f.tmp && mv $(PREFIX)/$$f.tmp $(PREFIX)/$$f; done
 	# -L: jobs/lib/osu-search-dirs is a link to the package's one list; the copy is a file.
 	cp -RL jobs reframe_checks site-configs $(SHARE)/

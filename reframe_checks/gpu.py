@@ -3,8 +3,9 @@
 # Runs only on partitions that declare the feature `gpu` in the site config
 # (`'features': ['gpu']`); ReFrame does not generate the test for any other partition
 # (`reframe -l` shows none there; with -r it reports nothing to run for them). The
-# workload comes from the partition's extras['gpu_copy_opts'] (or -S kernel_opts=...;
-# empty: gpu-copy's defaults, the compliance workload on every GPU), the numbers from the
+# workload comes from the partition's extras['cobalt_bench']['gpu_copy_opts'] (or -S
+# kernel_opts=...; empty: gpu-copy's defaults, the compliance workload on every GPU), the
+# numbers from the
 # site's references.yaml (entry GpuCopy); see cobalt_bench.reframe.KernelJsonTest.
 #
 # GPUs for Slurm: the partition lists them as a device, `'devices': [{'type': 'gpu',
@@ -23,7 +24,7 @@ class GpuCopy(KernelJsonTest):
     '''gpu-copy: host <-> GPU copies on every GPU at once, and the links that explain them.'''
 
     descr = 'gpu-copy: PCIe bandwidth to every NVIDIA GPU (compliance GPU test)'
-    valid_systems = ['+gpu']
+    placement = 'gpu'
     kernel = 'gpu-copy'
     exclusive_access = True
     whole_node = True     # one task with every CPU: gpu-copy binds one thread per GPU

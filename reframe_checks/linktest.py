@@ -2,12 +2,13 @@
 # pair of tasks tested, the slowest retested alone; see `cb-linktest --help`).
 #
 # Runs on partitions with the feature 'mpi' (as the OSU checks do). Site settings, in the
-# partition's `extras` (the check never names a site):
+# partition's `extras['cobalt_bench']` (the check never names a site):
 #   linktest_opts            cb-linktest options (default '-w 2 -n 4 -s 16777216': JSC
 #                            LinkTest's example, 16 MiB messages); -S kernel_opts=... overrides
 #   linktest_tasks           tasks in all (default 2; an even number)
 #   linktest_tasks_per_node  (default 1: one task per node, so every pair is a node pair)
-#   mpi_launcher_options     launcher options, e.g. ['--mpi=pmix'] for srun
+#   mpi_launcher_options     launcher options, e.g. ['--mpi=pmix'] for srun with Open MPI,
+#                            ['--mpi=pmi2'] with MPICH (docs/mpi.md)
 # Judged by the site's references.yaml, entry CbLinkTest: for example min_bandwidth (the
 # slowest pair after its serial retest, Gbit/s), max_time (that pair's time per message,
 # us) and avg_bandwidth. The matrix file (cb-linktest.npz) is kept with the outputs, for
@@ -24,7 +25,7 @@ class CbLinkTest(KernelJsonTest):
     '''cb-linktest: every pair of tasks (nodes) tested, the slowest retested alone.'''
 
     descr = 'cb-linktest: all-pairs MPI link test'
-    valid_systems = ['+mpi']
+    placement = 'mpi'
     kernel = 'cb-linktest'
     matrix_file = 'cb-linktest.npz'
     exclusive_access = True

@@ -1,7 +1,7 @@
 # ReFrame checks for the memory family: mem-test (the compliance document's memory test).
 #
-# The workload comes from the partition's extras['mem_test_opts'] (or -S kernel_opts=...),
-# the numbers from the site's references.yaml (entry MemTest); see
+# The workload comes from the partition's extras['cobalt_bench']['mem_test_opts'] (or -S
+# kernel_opts=...), the numbers from the site's references.yaml (entry MemTest); see
 # cobalt_bench.reframe.KernelJsonTest.
 
 import reframe as rfm

@@ -4,7 +4,8 @@
 # The node under test runs eth-test-receive on the interface (-I IFACE); the sender,
 # eth-test-send, is started by the job beside it, once the receiver listens (its
 # --ready-file names the address, first port and stream count). Site settings, in the
-# partition's `extras` (cobalt_bench.reframe.settings; the check never names a site):
+# partition's `extras['cobalt_bench']` (cobalt_bench.reframe.settings; the check never
+# names a site):
 #   eth_test_interfaces    the interfaces to test, one run each, e.g. ['ens1f0', 'ens1f1'];
 #                          a partition that lists none gets one run that is skipped, saying so
 #   eth_test_receive_opts  eth-test-receive options (default: its own, compliant at
@@ -47,15 +48,16 @@ class EthTest(KernelJsonTest):
 
     @run_after('init')
     def partitions_listing_the_interface(self):
-        self.valid_systems = [p.fullname for p, listed in
-                              values_of_partitions('eth_test_interfaces')
-                              if self.interface in (listed or [NO_INTERFACE])]
+        # Of the partitions it fits (SiteSettings.placement), those that list it.
+        listing = {p.fullname for p, listed in values_of_partitions('eth_test_interfaces')
+                   if self.interface in (listed or [NO_INTERFACE])}
+        self.valid_systems = [p for p in self.valid_systems if p in listing]
 
     @run_after('setup')
     def receiver_and_sender(self):
         self.skip_if(self.interface == NO_INTERFACE,
                      f'partition {self.current_partition.fullname} lists no interfaces to '
-                     f"test in extras['eth_test_interfaces']")
+                     f"test in extras['cobalt_bench']['eth_test_interfaces']")
         # The receiver (the executable) says where it listens; the sender waits for that
         # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
         self.executable_opts = ['-I', self.interface, '--ready-file', 'ready',

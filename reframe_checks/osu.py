@@ -5,8 +5,8 @@
 # Where OSU comes from, and how its output is read: cobalt_bench.reframe.osu (the base
 # class, OsuBenchmark) and cobalt_bench.tools.osu. Found nowhere: skipped, saying so.
 #
-# Site settings (the partition's `extras`, cobalt_bench.reframe.settings; the checks never
-# name a site):
+# Site settings (the partition's `extras['cobalt_bench']`, cobalt_bench.reframe.settings;
+# the checks never name a site):
 #   mpi_launcher_options  launcher options, e.g. ['--mpi=pmix'] or ['--mpi=pmi2'] for srun
 #   osu_opts              options for every OSU benchmark, e.g. '-i 1000 -x 100'
 #                         (default none: OSU's own, as the document runs them)

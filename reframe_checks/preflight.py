@@ -11,7 +11,7 @@
 # A site without such an entry records the findings without failing the run (a VM has no
 # cpufreq, and a developer's machine no jumbo frames). Options (e.g. the interfaces under
 # test, `--interface ens1f0 --interface ens1f1`) come from the partition's
-# extras['preflight_opts'].
+# extras['cobalt_bench']['preflight_opts'].
 
 import reframe as rfm
 
@@ -26,4 +26,5 @@ class Preflight(KernelJsonTest):
     kernel = 'preflight'
     executable = 'cobalt-bench preflight'
     python_command = True
+    placement = 'any'     # light, and a login node's settings matter too
     tags = {'preflight', 'compliance'}

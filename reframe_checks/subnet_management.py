@@ -9,8 +9,8 @@
 # partition that gives no workload, the check is skipped, saying what is missing.
 #
 # The workload (destinations, attribute, window) comes from the partition's
-# extras['smp_mad_stress_opts'] (or -S kernel_opts=...): the destinations are the fabric's,
-# so there is no default; `$VARIABLES` of the job's environment expand (the local-ib site
+# extras['cobalt_bench']['smp_mad_stress_opts'] (or -S kernel_opts=...): the destinations
+# are the fabric's, so there is no default; `$VARIABLES` of the job's environment expand (the local-ib site
 # uses $COBALT_IB_LIDS). The numbers come from the site's references.yaml, entry
 # SmpMadStress (mad_rate, drops, ...); verification errors must be 0 (sanity). See
 # cobalt_bench.reframe.KernelJsonTest.
@@ -31,6 +31,7 @@ class SmpMadStress(KernelJsonTest):
 
     descr = 'smp-mad-stress: subnet management MAD load on InfiniBand switches and HCAs'
     kernel = 'smp-mad-stress'
+    placement = 'infiniband'
     exclusive_access = True
     tags = {'infiniband', 'subnet-management'}
 
@@ -50,5 +51,5 @@ class SmpMadStress(KernelJsonTest):
             opts = self.site_setting(self.opts_extra)
         self.skip_if(not opts.strip(),
                      f'no smp-mad-stress workload (destinations and attribute) for partition '
-                     f"{part.fullname}: its extras['{self.opts_extra}'] (or -S kernel_opts) "
-                     'is empty')
+                     f"{part.fullname}: its extras['cobalt_bench']['{self.opts_extra}'] "
+                     '(or -S kernel_opts) is empty')

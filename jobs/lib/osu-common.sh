@@ -11,9 +11,13 @@
 #                         the module system has it; set but empty: no module.
 #   COBALT_OSU_PATH       where an OSU build is (install prefix or build tree, OSU 5.x or
 #                         7.x layout; colon-separated list); when set, it wins over PATH
-#   OSU_LAUNCHER          srun (default) or mpirun
+#   OSU_LAUNCHER          srun (default), or the mpirun/mpiexec of the MPI OSU was built
+#                         with, by name or path: plain mpirun is whatever PATH holds
+#                         (Debian: Open MPI's); mpiexec.mpich is Debian's MPICH (hydra,
+#                         which starts its proxies with srun)
 #   OSU_SRUN_MPI          srun's MPI plugin (srun --mpi=...): pmix for Debian's Open MPI,
-#                         pmi2 on the SJTU ARM cluster; default: Slurm's MpiDefault
+#                         pmi2 for MPICH and on the SJTU ARM cluster; default: Slurm's
+#                         MpiDefault (docs/mpi.md)
 #   OSU_LAUNCHER_OPTS     more launcher options
 #   OSU_OPTS              options for the benchmark (e.g. "-m 1:65536 -i 1000");
 #                         default none: OSU's own, as the document runs it
@@ -37,6 +41,12 @@ _osu_say() { echo "${_osu_me:-osu}: $*"; }
 # The OSU module(s): OSU_MODULE, or osu-micro-benchmarks where the module system has it.
 _osu_load_osu_modules() {
     local mod
+    # An OSU the loaded modules already put on PATH (cobalt-bench's Spack module loads its
+    # own OSU) is kept: loading the default osu-micro-benchmarks module could swap it out.
+    if [ -z "${OSU_MODULE+set}" ] && command -v "${_osu_me%.slurm}" >/dev/null 2>&1; then
+        _osu_say "using $(command -v "${_osu_me%.slurm}") (on PATH from the loaded modules)"
+        return 0
+    fi
     if [ -z "${OSU_MODULE+set}" ]; then
         if module is-avail osu-micro-benchmarks 2>/dev/null; then
             OSU_MODULE="osu-micro-benchmarks"
@@ -103,8 +113,12 @@ osu_job() {
     local -a launcher opts
     case "${OSU_LAUNCHER:-srun}" in
         srun) launcher=(srun ${OSU_SRUN_MPI:+--mpi=$OSU_SRUN_MPI}) ;;
-        mpirun) launcher=(mpirun) ;;
-        *) _osu_say "OSU_LAUNCHER must be srun or mpirun, not '$OSU_LAUNCHER'"; return 3 ;;
+        # An MPI's own launcher inside the allocation, by name (mpirun, mpiexec.mpich) or path:
+        # where several MPIs are installed, plain mpirun may not be OSU's.
+        mpirun|mpiexec|mpirun.*|mpiexec.*|*/mpirun|*/mpiexec|*/mpirun.*|*/mpiexec.*)
+            launcher=("$OSU_LAUNCHER") ;;
+        *) _osu_say "OSU_LAUNCHER must be srun, or an mpirun or mpiexec (e.g. mpiexec.mpich)," \
+                    "not '$OSU_LAUNCHER'"; return 3 ;;
     esac
     read -r -a opts <<< "${OSU_LAUNCHER_OPTS:-}"
     launcher+=("${opts[@]}")

@@ -43,6 +43,7 @@ Kernels (mem-test, ...) are in %s.
 Slurm batch scripts:  $COBALT_BENCH_JOBS      (sbatch $COBALT_BENCH_JOBS/mem-test.slurm)
 ReFrame checks:       $COBALT_BENCH_CHECKS
 Site configurations:  $COBALT_BENCH_SITE_CONFIGS
+  reframe -c $COBALT_BENCH_CHECKS -r     (any ReFrame configuration, or none)
   reframe -C $COBALT_BENCH_SITE_CONFIGS/local/config.py -c $COBALT_BENCH_CHECKS -r
 Python package cobalt_bench (PYTHONPATH): %s
   cobalt-bench report|preflight|runs|linktest-report
@@ -74,3 +75,10 @@ setenv("COBALT_BENCH_ARCH", arch)
 -- The site configurations and checks import cobalt_bench: any ReFrame (and python3 -m
 -- cobalt_bench...) finds the package of this tree.
 prepend_path("PYTHONPATH", pylib)
+-- `reframe`: a checkout's bin/ links the .venv's (bootstrap.sh); an install loads the
+-- ReFrame module its site named (`make install REFRAME_MODULE=reframe/4.7.3`), and a
+-- Spack install has its own py-reframe dependency. docs/running-at-a-site.md.
+local reframe_module = "@REFRAME_MODULE@"
+if reframe_module ~= "" and reframe_module:sub(1, 1) ~= "@" then
+    depends_on(reframe_module)
+end

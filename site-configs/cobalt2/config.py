@@ -32,14 +32,15 @@ site_configuration = SITE.checked({
                     'scheduler': 'local',
                     'launcher': 'local',
                     'environs': ['builtin'],
-                    # A COBALT2 machine has NVIDIA GPUs: the gpu-copy check runs here.
-                    'features': ['gpu'],
+                    # A COBALT2 machine has NVIDIA GPUs and InfiniBand: gpu-copy and
+                    # ib_write_bw run here (placement, docs/running-at-a-site.md).
+                    'features': ['gpu', 'infiniband'],
                     'max_jobs': 1,
                     'env_vars': [
                         ['PATH', f'{SITE.root}/bin:$PATH'],
                         ['COBALT_BENCH_ROOT', SITE.root],
                     ],
-                    'extras': {
+                    'extras': {'cobalt_bench': {
                         # The compliance workload: mem-test's defaults.
                         'mem_test_opts': '',
                         # gpu-copy's defaults: every GPU, the compliance workload.
@@ -52,7 +53,7 @@ site_configuration = SITE.checked({
                         'eth_test_interfaces': [],
                         'eth_test_sender': 'ssh eth-test-sender',
                         'eth_test_receive_opts': '--timeout 120',
-                    },
+                    }},
                 },
             ],
         },

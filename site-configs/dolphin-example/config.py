@@ -46,7 +46,8 @@ def _partition(name, descr, nodes):
         'environs': ['builtin'],
         'max_jobs': 1,
         'env_vars': [['COBALT_BENCH_ROOT', SITE.root]],
-        'extras': {
+        'features': ['dolphin'],
+        'extras': {'cobalt_bench': {
             'dolphin': {
                 'nodes': nodes,                 # node name -> NodeId
                 'pair': list(nodes)[:2],        # server, client of the performance tests
@@ -54,7 +55,7 @@ def _partition(name, descr, nodes):
                 'tools': TOOLS,
                 'server_start_s': 2,
             },
-        },
+        }},
     }
 
 
@@ -77,7 +78,6 @@ site_configuration = SITE.checked({
         },
     ],
     'general': SITE.general(),
+    'storage': SITE.storage(),   # ReFrame's results database: --performance-compare
     'logging': SITE.logging(),
 })
-if hasattr(SITE, 'storage'):
-    site_configuration['storage'] = SITE.storage()

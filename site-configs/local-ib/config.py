@@ -63,7 +63,9 @@ site_configuration = SITE.checked({
                         ['COBALT_BENCH_ROOT', SITE.root],
                         *fabric_env(),
                     ],
-                    'extras': {
+                    # The simulated fabric: the InfiniBand checks run here (placement).
+                    'features': ['infiniband'],
+                    'extras': {'cobalt_bench': {
                         # NodeInfo GET to every LID of the fabric (5 switches, 12 hosts),
                         # LID-routed, 2 MADs on the wire to each, for 3 s. One worker:
                         # libumad2sim routes every response to the last port opened.
@@ -72,7 +74,7 @@ site_configuration = SITE.checked({
                         'eth_test_interfaces': ['lo'],
                         'eth_test_send_opts': '--rate 3 --duration 3',
                         'eth_test_receive_opts': '--threshold 2.97 --timeout 60',
-                    },
+                    }},
                 },
             ],
         },

@@ -13,7 +13,8 @@
 # Results, references: see python/cobalt_bench/reframe/site.py.
 #
 # Workload: what the partition can meet is the site's business, so the per-partition kernel
-# options live in the partition's `extras` (for example `mem_test_opts`), not in the checks.
+# options live in the partition's `extras['cobalt_bench']` (for example `mem_test_opts`), not
+# in the checks.
 
 import os
 import shlex
@@ -51,7 +52,7 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None, prepa
         'prepare_cmds': list(prepare_cmds),
         # 'mpi': MPI checks (cb-linktest) run here; x86 only, the two are one machine.
         'features': list(features),
-        'extras': {
+        'extras': {'cobalt_bench': {
             # A workload a small machine (2 cores) meets: one station paced at
             # 8 Gbit/s in all, for 3 s.
             'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
@@ -72,7 +73,7 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None, prepa
             'eth_test_send_opts': '--rate 3 --duration 3',
             'eth_test_receive_opts': '--threshold 2.97 --timeout 60',
             **(extras or {}),
-        },
+        }},
     }
 
 

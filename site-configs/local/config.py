@@ -8,7 +8,7 @@
 #
 # Results, references: see python/cobalt_bench/reframe/site.py. The workload a partition
 # can meet is the site's business, so per-partition kernel options live in the partition's
-# `extras` (for example `mem_test_opts`), not in the checks.
+# `extras['cobalt_bench']` (for example `mem_test_opts`), not in the checks.
 
 from cobalt_bench.reframe.site import Site
 
@@ -37,7 +37,9 @@ site_configuration = SITE.checked({
                         ['PATH', f'{SITE.root}/bin:$PATH'],
                         ['COBALT_BENCH_ROOT', SITE.root],
                     ],
-                    'extras': {
+                    # cobalt-bench's settings, in their own namespace of the extras
+                    # (cobalt_bench.reframe.settings; docs/running-at-a-site.md).
+                    'extras': {'cobalt_bench': {
                         # A workload a small machine (2 cores) meets: one station paced
                         # at 8 Gbit/s in all, for 3 s.
                         'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
@@ -48,7 +50,7 @@ site_configuration = SITE.checked({
                         'eth_test_interfaces': ['lo'],
                         'eth_test_send_opts': '--rate 3 --duration 3',
                         'eth_test_receive_opts': '--threshold 2.97 --timeout 60',
-                    },
+                    }},
                 },
             ],
         },

@@ -57,7 +57,7 @@ def _partition(name, descr, launcher, access, extras, prepare_cmds=()):
         'environs': ['osu'],
         'features': ['mpi'],
         'prepare_cmds': list(prepare_cmds),
-        'extras': {**COLLECTIVES, **extras},
+        'extras': {'cobalt_bench': {**COLLECTIVES, **extras}},
     }
 
 

@@ -39,15 +39,26 @@ int lt_launcher_rank(void)
     return 0;
 }
 
-/* Tasks the launcher started, or 0 if unknown: MPI should see as many. */
+/* Tasks the launcher started, or 0 if unknown: MPI should see as many. PMI's
+ * size before Slurm's: MPICH's hydra starts one proxy per node with srun, so the
+ * step's task count is its node count, not the ranks'. */
 static int launcher_size(void)
 {
     const char *v = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!v && getenv("SLURM_PROCID"))
-        v = getenv("SLURM_STEP_NUM_TASKS");
     if (!v)
         v = getenv("PMI_SIZE");
+    if (!v && getenv("SLURM_PROCID"))
+        v = getenv("SLURM_STEP_NUM_TASKS");
     return v ? atoi(v) : 0;
+}
+
+/* Whether Slurm's task variables are this task's own: hydra (mpiexec.mpich) hands
+ * every rank the environment of the batch step it started from, whose
+ * SLURMD_NODENAME is the first node's. */
+static int slurm_env_is_own(void)
+{
+    const char *pmi = getenv("PMI_RANK"), *slurm = getenv("SLURM_PROCID");
+    return !pmi || !slurm || strcmp(pmi, slurm) == 0;
 }
 
 /* stderr to /dev/null (ranks other than 0 while checking input: one message
@@ -152,7 +163,7 @@ int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
         !getenv("OMPI_COMM_WORLD_RANK")) {
         if (pre_rank == 0)
             fprintf(stderr, "cb-linktest: started by srun without an MPI plugin (no PMIx/PMI in the "
-                            "environment): use srun --mpi=pmix\n");
+                            "environment): use srun --mpi=pmix for Open MPI, --mpi=pmi2 for MPICH\n");
         return CB_EXIT_CANNOT_RUN;
     }
     if (MPI_Init(argc, argv) != MPI_SUCCESS) {
@@ -165,7 +176,8 @@ int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
     int launched = launcher_size();
     if (launched > 0 && launched != w->size) {
         fprintf(stderr, "cb-linktest: the launcher started %d tasks but MPI connects %d: MPI and the launcher "
-                        "do not work together (under Slurm: srun --mpi=pmix)\n", launched, w->size);
+                        "do not work together (under Slurm: srun --mpi=pmix for Open MPI, --mpi=pmi2 "
+                        "for MPICH)\n", launched, w->size);
         MPI_Finalize();
         return CB_EXIT_CANNOT_RUN;
     }
@@ -216,7 +228,7 @@ static void host_names(lt_world *w)
 {
     char me[LT_HOST_LEN] = "";
     /* Under Slurm, the node's name (several slurmd "nodes" may share one machine). */
-    const char *node = getenv("SLURMD_NODENAME");
+    const char *node = slurm_env_is_own() ? getenv("SLURMD_NODENAME") : NULL;
     if (node && *node)
         snprintf(me, sizeof me, "%s", node);
     else

@@ -132,3 +132,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("measures") and not item.get_closest_marker("flaky"):
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2))
+
+
+def cobalt_cli(*args):
+    """(exit status, stdout, stderr) of `cobalt-bench ARGS` run in this process; an
+    exception fails the test (it would have been a traceback)."""
+    import contextlib
+    import io
+
+    from cobalt_bench import cli
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = cli.main([str(a) for a in args])
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else 2
+    return rc, out.getvalue(), err.getvalue()

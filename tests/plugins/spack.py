@@ -4,7 +4,8 @@ installed with it.
 A real Spack ($SPACK_ROOT, else the one `scripts/spack-offline env` unpacked from
 ../shared/third-party into a cache outside the checkout, $CB_SPACK_CACHE) installs the
 `local` site's environment (site-configs/local/spack.yaml: cobalt-bench from this
-checkout, perftest, every OSU release the site lists) into that cache and generates its
+checkout, perftest, every OSU release the site lists; ReFrame external, the one
+scripts/spack-offline installs into its cache) into that cache and generates its
 Lmod modules. The cache is kept between sessions: a second session rebuilds only what
 changed (cobalt-bench, when the checkout did). Preparing the Spack is no test's work:
 the tests that use these fixtures are marked ``needs_setup("spack")`` (plugins/setup.py)
@@ -167,6 +168,10 @@ def spack_site(spack_offline):
         spec["develop"] = {"cobalt-bench": {"spec": "cobalt-bench@develop", "path": str(src)}}
         spec["config"] = {"install_tree": {"root": str(cache / "opt")}}
         spec["modules"]["default"]["roots"] = {"lmod": str(cache / "lmod")}
+        if env.get("CB_SPACK_REFRAME"):
+            # scripts/spack-offline's ReFrame, where a site has its own (the file's prefix).
+            for external in spec["packages"]["reframe"]["externals"]:
+                external["prefix"] = env["CB_SPACK_REFRAME"]
         text = yaml.safe_dump({"spack": spec}, sort_keys=False)
         if not (env_dir / "spack.yaml").is_file() or (env_dir / "spack.yaml").read_text() != text:
             (env_dir / "spack.yaml").write_text(text)

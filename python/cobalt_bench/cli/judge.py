@@ -14,6 +14,7 @@ from ..site.bounds import Bounds
 from ..store import reader
 from ..store.model import KIND_JOBS, Run
 from ..store.result import Result
+from .terminal import say
 
 
 def _metric_line(m):
@@ -61,24 +62,26 @@ def _documents(result_paths, command):
 
 
 def _print(cases, v, where, site):
+    '''Each result's verdict, then the site's state: every line shown as terminal text
+    (cli.terminal: names, reasons and units come from the documents).'''
     for case in cases:
         name = os.path.basename(case.doc_paths[0]) if case.doc_paths else '?'
-        print(f'{case.check} ({name}) judged as {jd.check_class(case)} on {where}: '
-              f'{case.result.upper()}'
-              + (f': {case.fail_reason}' if case.result is not Result.PASS and case.fail_reason
-                 else ''))
+        say(f'{case.check} ({name}) judged as {jd.check_class(case)} on {where}: '
+            f'{case.result.upper()}'
+            + (f': {case.fail_reason}' if case.result is not Result.PASS and case.fail_reason
+               else ''))
         for m in case.metrics:
             if m.judged and m.entry is not None:
-                print(_metric_line(m))
+                say(_metric_line(m))
         for doc in case.docs:
             comp = doc.get('compliance')
             if isinstance(comp, dict) and 'passed' in comp:
-                print(f'    ({doc.get("test")}\'s own verdict, by its built-in threshold '
-                      f'{comp.get("threshold")}: '
-                      f'{"passed" if comp.get("passed") else "failed"}; not the site\'s)')
-    print(f'site {site.name}: {v.headline}')
+                say(f'    ({doc.get("test")}\'s own verdict, by its built-in threshold '
+                    f'{comp.get("threshold")}: '
+                    f'{"passed" if comp.get("passed") else "failed"}; not the site\'s)')
+    say(f'site {site.name}: {v.headline}')
     for r in v.reasons:
-        print(f'  - {r}')
+        say(f'  - {r}')
 
 
 def _judgement_json(v, where, site, command, cases):

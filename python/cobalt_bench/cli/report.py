@@ -13,6 +13,7 @@ from ..site.bounds import Bounds
 from ..store import documents, reader, runs
 from ..store.model import KIND_REFRAME
 from ..store.result import RunState
+from .terminal import say, say_lines
 
 
 def _report_dir(path, run, output):
@@ -23,12 +24,27 @@ def _report_dir(path, run, output):
     return os.path.join(path if os.path.isdir(path) else os.path.dirname(path), 'report')
 
 
+#: Lines of one kind (reasons, failures, damaged files) printed before the rest are
+#: counted: the report lists them all.
+MAX_LINES = 50
+
+
+def _capped(items, what):
+    '''The first MAX_LINES of `items`, and the line that counts the rest ('' if none).'''
+    items = list(items)
+    more = len(items) - MAX_LINES
+    return items[:MAX_LINES], (f'  ... and {more} more {what} (the report lists them all)'
+                               if more > 0 else '')
+
+
 def _say_damaged(run, name=''):
-    for c, d in damaged_files(run):
-        print(f'cobalt-bench report: {name}{run.label}: could not read '
-              f'{documents.relpath(d.path, run.path)}: {d.problem}'
-              + (f' ({c.check} on {c.where}: DAMAGED)' if c and not name else ''),
-              file=sys.stderr)
+    damaged, more = _capped(damaged_files(run), 'files that could not be read')
+    for c, d in damaged:
+        say(f'cobalt-bench report: {name}{run.label}: could not read '
+            f'{documents.relpath(d.path, run.path)}: {d.problem}'
+            + (f' ({c.check} on {c.where}: DAMAGED)' if c and not name else ''), sys.stderr)
+    if more:
+        say(more, sys.stderr)
 
 
 def command(spec, output, formats, preflight_file, base, site=None):
@@ -41,22 +57,28 @@ def command(spec, output, formats, preflight_file, base, site=None):
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement
     # The answer first: the verdict line, its reasons, then where the report is.
-    print(f'verdict: {j.headline}')
-    for r in j.reasons:
-        print(f'  - {r}')
-    print(f'{run.label}: {model.verdict} ({counts}'
-          + (f'; run {run.state}: {run.state_why}' if run.state is not RunState.COMPLETE
-             else '') + ')')
+    say(f'verdict: {j.headline}')
+    reasons, more = _capped(j.reasons, 'reasons')
+    for r in reasons:
+        say(f'  - {r}')
+    if more:
+        say(more)
+    say(f'{run.label}: {model.verdict} ({counts}'
+        + (f'; run {run.state}: {run.state_why}' if run.state is not RunState.COMPLETE
+           else '') + ')')
     # The failed cases again, last, one line each: the end of a long log (a CI tail, a
     # Slurm output) still says which check failed and why.
-    for e in model.failures:
+    failures, more = _capped(model.failures, 'failed cases')
+    for e in failures:
         c = e.case
         why = '; '.join(f'{m.name} {m.value} {m.unit} (bounds '
                         f'{Bounds(m.lower, m.upper).text()})'
                         for m in e.failing) or c.fail_reason or c.result
-        print(f'  {c.result}: {c.check} on {c.where}: {why}'[:600])
+        say(f'  {c.result}: {c.check} on {c.where}: {why}'[:600])
+    if more:
+        say(more)
     for w in written:
-        print(f'wrote {w}')
+        say(f'wrote {w}')
     return j.exit_code()
 
 
@@ -68,7 +90,7 @@ def compare_command(spec_a, spec_b, tolerance, output, base):
         _say_damaged(run, name)
     changes = cmp.compare(run_a, run_b, tolerance)
     text = cmp.render_compare(run_a, run_b, changes, tolerance)
-    print(text, end='')
+    say_lines(text)
     if output:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)

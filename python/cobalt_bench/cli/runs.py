@@ -3,6 +3,7 @@
 import sys
 
 from ..store import listing
+from .terminal import say, shown
 
 
 def command(base, site):
@@ -10,15 +11,16 @@ def command(base, site):
     base = listing.store_to_list(base)
     runs = listing.listing(base, site)
     if not runs:
-        print(f'no runs in {base}' + (f' for site {site}' if site else ''))
+        say(f'no runs in {base}' + (f' for site {site}' if site else ''))
         return 0
-    print(f'results store: {base}')
-    print(f'{"SITE":<14} {"RUN ID":<24} {"STATE":<9} CHECKS')
+    say(f'results store: {base}')
+    say(f'{"SITE":<14} {"RUN ID":<24} {"STATE":<9} CHECKS')
     for r in runs:
-        print(f'{r.site:<14} {r.run_id:<24} {r.state:<9} {r.checks}'
-              + (f'  ({r.why})' if r.why else ''))
+        # Names shown first, then padded: an escape shown takes the room it prints in.
+        say(f'{shown(r.site):<14} {shown(r.run_id):<24} {r.state:<9} {r.checks}'
+            + (f'  ({r.why})' if r.why else ''))
     damaged = sum(r.damaged for r in runs)
     if damaged:
-        print(f'{damaged} run(s) with damaged results: their files are named above',
-              file=sys.stderr)
+        say(f'{damaged} run(s) with damaged results: their files are named above',
+            sys.stderr)
     return 1 if damaged else 0

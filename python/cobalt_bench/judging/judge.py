@@ -93,6 +93,11 @@ def recorded_case(case):
     return replace(case, metrics=[as_recorded(m) for m in case.metrics])
 
 
+def no_reference(check, partition, site):
+    '''Why a case is unjudged: the site has no reference for its partition.'''
+    return f'unjudged: no reference for {partition} (check {check}, {site.references.path})'
+
+
 def annotate(case, site, partition=None):
     '''(judged case, CaseJudgement) of a ReFrame case: ReFrame's own verdicts (from
     report.json) kept, each judged metric carrying the site.Ref it was judged by, and the
@@ -107,6 +112,11 @@ def annotate(case, site, partition=None):
         m = as_recorded(m)
         ref = j.refs.get(m.name)
         metrics.append(replace(m, entry=ref) if ref is not None else m)
+    if case.result is Result.PASS and metrics and not j.refs and not any(
+            m.judged for m in metrics):
+        # ReFrame passes what nothing judges; the site's verdict must not.
+        return replace(case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
+                       fail_reason=no_reference(check, partition, site)), j
     if case.result.judged and case.metrics:
         have = {m.name for m in case.metrics}
         for name, ref in sorted(j.refs.items()):
@@ -154,8 +164,8 @@ def judge_doc_case(case, site, partition):
     if case.result is Result.DAMAGED:
         return case, j
     if not j.refs:
-        return replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=(
-            f'no reference for {check} on {partition} in {site.references.path}')), j
+        return replace(case, result=Result.UNJUDGED, fail_phase='',
+                       fail_reason=no_reference(check, partition, site)), j
     refs = j.refs
     metrics = [_judged_metric(m, refs[m.name]) if m.name in refs else m
                for m in case.metrics]

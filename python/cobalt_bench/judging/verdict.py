@@ -8,7 +8,8 @@ States:
   NOT COMPLIANT  a required check failed, or a required preflight setting failed;
   INCOMPLETE     a required check was skipped, not run, did not finish, ran at another
                  workload, or could not be judged (damaged result, references that judge
-                 nothing); a required setting could not be determined; the run is partial;
+                 nothing); a check that ran is unjudged (the site has no reference for its
+                 partition); a required setting could not be determined; the run is partial;
   DEMONSTRATION  the site is not a compliance definition (its compliance.yaml says
                  `demonstration: why`, or it has none): the checks were judged by its
                  references, and what a compliance run would still need is listed.
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from .. import preflight as pf
 from .. import site as site_mod
 from ..site.bounds import Bounds
+from ..site.loader import installed_site, installed_site_of
 from ..store.model import KIND_JOBS
 from ..store.result import Result, RunState, Word
 from . import judge as jd
@@ -49,6 +51,7 @@ class Status(Word):
 
 
 FAILED, MISSING, PASSED, NOTE = Status.FAILED, Status.MISSING, Status.PASSED, Status.NOTE
+UNJUDGED = Result.UNJUDGED.value    # verdict.json's list of the checks that ran unjudged
 
 
 @dataclass
@@ -57,6 +60,7 @@ class Item:
     what: str                   # 'MemTest on local:default (vm)', 'preflight net.eth0.mtu'
     why: str = ''
     required: bool = False
+    unjudged: bool = False      # ran, but the site has no reference for it
 
     def line(self):
         return f'{self.what}: {self.why}' if self.why else self.what
@@ -89,7 +93,9 @@ class Verdict:
         for it in sorted((i for i in self.items if i.status != PASSED),
                          key=lambda i: (order[i.status], not i.required)):
             tag = {FAILED: 'FAILED', MISSING: 'MISSING', NOTE: 'note'}[it.status]
-            if not it.required and it.status != NOTE:
+            if it.unjudged:
+                tag = 'UNJUDGED'
+            elif not it.required and it.status != NOTE:
                 tag += ' (not required)'
             out.append(f'{tag}: {it.line()}')
         if self.state == COMPLIANT:
@@ -125,7 +131,8 @@ class Verdict:
             'references': self.references,
             'compliance': self.compliance or None,
             'items': [{'status': i.status.value, 'what': i.what, 'why': i.why,
-                       'required': i.required} for i in self.items],
+                       'required': i.required, UNJUDGED: i.unjudged} for i in self.items],
+            UNJUDGED: [i.what for i in self.items if i.unjudged],
         }
 
 
@@ -155,7 +162,8 @@ def _outcome(case, required, judgement):
     if r is Result.SKIP:
         return MISSING, 'skipped' + (f': {case.fail_reason}' if case.fail_reason else '')
     if r is Result.UNJUDGED:
-        return (MISSING if required else NOTE), case.fail_reason
+        # Measured, judged by nothing of the site's: never part of a compliant verdict.
+        return MISSING, case.fail_reason
     if r.failed:
         failing = [m for m in case.metrics if m.verdict.failed]
         workload = [m for m in failing if required and m.name in required.workload]
@@ -248,7 +256,7 @@ def _state(comp, items):
         return DEMONSTRATION
     if any(i.status is FAILED and i.required for i in items):
         return NOT_COMPLIANT
-    if any(i.status is MISSING and i.required for i in items):
+    if any(i.status is MISSING and (i.required or i.unjudged) for i in items):
         return INCOMPLETE
     return COMPLIANT
 
@@ -290,7 +298,8 @@ def decide(run, site, preflight_docs=(), partition=None):
         if case.result in (Result.ABORT, Result.DAMAGED, Result.UNKNOWN):
             v.run_incomplete = True
         seen.add(check)
-        v.items.append(Item(status, _case_label(case), why, req is not None))
+        v.items.append(Item(status, _case_label(case), why, req is not None,
+                            unjudged=case.result is Result.UNJUDGED))
 
     for name, req in required.items():
         if name not in seen:
@@ -313,27 +322,56 @@ def preflight_docs_of(run):
     return docs
 
 
-def site_of_run(run, explicit=None):
-    '''The SiteDef a run is judged by: the one named; else the run's own copy of its site
-    definition; else the site directory of the configuration ReFrame ran with
-    (report.json); else site-configs/<run's site>. None
-    when none is found (job documents without a named site).'''
+def site_of_run(run, explicit=None, recorded=()):
+    '''The SiteDef a run is judged by, from a site the user names or installed, never
+    from a path found in the results (a site's config.py is Python: loading it runs it):
+    the site named (`explicit`: --site, a name or a directory); for job documents the
+    installed site their jobs' judgements name (`recorded`: the judged.json's site_dir,
+    taken only when it is this tree's site-configs/<name>), else $COBALT_BENCH_SITE; for a
+    ReFrame run the installed site-configs/<run's site>. None when none is found. What
+    the results say the run was made with, where it differs, is site_note's.'''
     if explicit:
         return site_mod.load_site(explicit)
     if run.kind == KIND_JOBS:
+        installed = [installed_site_of(d) for d in recorded]
+        if len(installed) == 1 and installed[0]:
+            return site_mod.load_site(installed[0])
         named = os.environ.get('COBALT_BENCH_SITE')
         if named:
             return site_mod.load_site(named)
         return None
-    candidates = []
-    for cfg in (run.session or {}).get('config_files') or []:
-        if isinstance(cfg, str) and cfg.endswith('.py') and os.path.isfile(cfg):
-            candidates.append(os.path.dirname(cfg))
-    if run.site:
-        base = site_mod.sites_dir()
-        if base:
-            candidates.append(os.path.join(base, run.site))
-    for c in candidates:
-        if os.path.isfile(os.path.join(c, 'config.py')):
-            return site_mod.load_site(c)
-    return None
+    directory = installed_site(run.site)
+    return site_mod.load_site(directory) if directory else None
+
+
+def run_site_dirs(run, recorded=()):
+    '''The site directories the results say a run was made with (report.json's
+    session_info.config_files) or judged by (`recorded`: the judged.json's site_dir of
+    job documents): what the store says, never loaded.'''
+    if run.kind == KIND_JOBS:
+        return [d for d in recorded if isinstance(d, str) and d]
+    files = (run.session or {}).get('config_files')
+    return [os.path.dirname(c) for c in (files if isinstance(files, list) else [])
+            if isinstance(c, str) and c.endswith('.py')]
+
+
+def site_note(run, sitedef, recorded=()):
+    '''A note for the verdict where the site directory the results name is not the
+    one the run is judged by ('' where they agree or the results name none): the
+    results are never a reason to run a site's configuration.'''
+    judged = os.path.realpath(sitedef.dir) if sitedef else None
+    others = [d for d in dict.fromkeys(run_site_dirs(run, recorded))
+              if os.path.realpath(d) != judged]
+    if not others:
+        return ''
+    if run.kind == KIND_JOBS:
+        said = f'the jobs were judged (judged.json) by site directory {", ".join(others)}'
+    else:
+        said = ('the run was made with site configuration '
+                + ', '.join(os.path.join(d, 'config.py') for d in others))
+    if sitedef:
+        return (f'{said}; judged by {sitedef.dir} (what the results name is not executed: '
+                'a site is loaded only as named with --site, $COBALT_BENCH_SITE or '
+                'installed in site-configs/)')
+    return (f'{said}: not executed, it is not a site installed in site-configs/ (name '
+            'the site to judge by: --site SITE)')

@@ -1,11 +1,13 @@
 '''The bases of the Dolphin PCIe interconnect checks (reframe_checks/dolphin.py): a
 Dolphin tool run through a generated script on one node, on every node at once
 (DolphinAllNodes), or as a server/client pair (DolphinPair), placed as the site setting
-`dolphin` (the partition's extras['dolphin'], cobalt_bench.reframe.settings.DOLPHIN) says.
+`dolphin` (the partition's extras['cobalt_bench']['dolphin'],
+cobalt_bench.reframe.settings.DOLPHIN) says.
 
-Tools not named in extras['dolphin']['tools'] are looked for on PATH, then in /opt/DIS/bin
-and /opt/DIS/sbin (Dolphin's defaults); a tool that is not found skips its check with the
-reason. `-S run_on=...` overrides the partition's extras['dolphin']['run_on'].
+Tools not named in extras['cobalt_bench']['dolphin']['tools'] are looked for on PATH, then
+in /opt/DIS/bin and /opt/DIS/sbin (Dolphin's defaults); a tool that is not found skips its
+check with the reason. `-S run_on=...` overrides the partition's
+extras['cobalt_bench']['dolphin']['run_on'].
 '''
 
 import os
@@ -35,9 +37,9 @@ def _file_part(host):
 
 class DolphinTest(rfm.RunOnlyRegressionTest, SiteSettings):
     '''Runs a Dolphin tool through a generated script (one node, all nodes, or a
-    server/client pair), with the placement the site's extras['dolphin'] describes.'''
+    server/client pair), with the placement the site's extras['cobalt_bench']['dolphin']
+    describes.'''
 
-    valid_systems = ['*']
     valid_prog_environs = ['*']
     sourcesdir = None
     executable = 'bash'
@@ -46,13 +48,13 @@ class DolphinTest(rfm.RunOnlyRegressionTest, SiteSettings):
     time_limit = '10m'
     maintainers = ['cobalt-bench']
     tags = {'dolphin', 'interconnect'}
-    reference = {'$ref': 'references.yaml'}
+    placement = 'dolphin'
 
     #: The Dolphin tool this check runs (its name, as installed).
     tool = variable(str)
 
     #: How to run a command on a node ('{host}' is replaced); None: the partition's
-    #: extras['dolphin']['run_on'], else ssh.
+    #: extras['cobalt_bench']['dolphin']['run_on'], else ssh.
     run_on = variable(str, type(None), value=None)
 
     def dolphin(self):
@@ -73,7 +75,7 @@ class DolphinTest(rfm.RunOnlyRegressionTest, SiteSettings):
         self.skip_if(not found,
                      f'Dolphin tool {self.tool} not found ({where}): no Dolphin PCIe '
                      f'interconnect software on {self.current_partition.fullname}; a '
-                     f"partition with one names it in extras['dolphin']['tools']")
+                     f"partition with one names it in extras['cobalt_bench']['dolphin']['tools']")
         self.tool_path = os.path.abspath(found[0])
 
     def on(self, host):
@@ -144,7 +146,8 @@ class DolphinPair(DolphinTest):
     #: extra client options (for example a size range)
     client_opts = variable(list, value=[])
 
-    #: seconds the server side gets to start; None: extras['dolphin']['server_start_s'], 2
+    #: seconds the server side gets to start; None:
+    #: extras['cobalt_bench']['dolphin']['server_start_s'], 2
     server_start_s = variable(float, int, type(None), value=None)
 
     @run_after('setup')
@@ -152,11 +155,12 @@ class DolphinPair(DolphinTest):
         cfg = self.dolphin()
         pair, nodes = cfg['pair'], cfg['nodes']
         self.skip_if(not pair or len(pair) != 2,
-                     f"{self.tool} needs two Dolphin nodes: extras['dolphin']['pair'] of "
+                     f"{self.tool} needs two Dolphin nodes: "
+                     f"extras['cobalt_bench']['dolphin']['pair'] of "
                      f'{self.current_partition.fullname} names none')
         missing = [h for h in pair if h not in nodes]
         self.skip_if(missing, f"{self.tool}: no NodeId for {', '.join(missing)} in "
-                              f"extras['dolphin']['nodes']")
+                              f"extras['cobalt_bench']['dolphin']['nodes']")
         self.server, self.client = pair
         self.ids = nodes
         self.use_nodes(pair)

@@ -47,14 +47,13 @@ def _lowest(runs_fn, metric):
 class IbWriteBwTest(rfm.RunOnlyRegressionTest, SiteSettings):
     '''ib_write_bw from every InfiniBand port to another device, Gb/s.'''
 
-    valid_systems = ['*']
     valid_prog_environs = ['*']
     num_tasks = 1
     num_tasks_per_node = 1
     # An install that lost the script's mode bits still runs it.
     executable = PORT_RUNNER if os.access(PORT_RUNNER, os.X_OK) else f'bash {PORT_RUNNER}'
     maintainers = ['cobalt-bench']
-    reference = {'$ref': 'references.yaml'}
+    placement = 'infiniband'
 
     #: Ports to send from ('device:port'); None: the site setting ib_ports, else sysfs.
     ports = variable(typ.List[str], type(None), value=None)

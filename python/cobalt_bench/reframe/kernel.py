@@ -3,12 +3,12 @@
 A kernel (mem-test, gpu-copy, eth-test-receive, ...) writes the JSON document of the kernel
 contract (docs/kernel-contract.md): sanity and every performance variable come from it, not
 from the human text. What a site is judged by comes from the site:
-  - the workload: the partition's `extras['<opts_extra>']` in the site config (or
-    `-S <check>.kernel_opts='...'` on the command line; empty: the kernel's own defaults,
-    the compliance workload);
-  - the numbers: site-configs/<site>/references.yaml, ReFrame's external reference file
-    (`reference = {'$ref': 'references.yaml'}`), looked up under ReFrame's reference
-    prefix, which each site config points at its own directory.
+  - the workload: the partition's `extras['cobalt_bench']['<opts_extra>']` in the site
+    config (or `-S <check>.kernel_opts='...'` on the command line; empty: the kernel's own
+    defaults, the compliance workload);
+  - the numbers: the site's references.yaml, in ReFrame's external reference format,
+    attached to the check by cobalt-bench (references.py: under ReFrame's reference
+    prefix, which each site config points at its own directory; none: unjudged).
 The kernel comes from PATH, which the site provides (the `cobalt-bench` module, or PATH in
 the partition's env_vars).
 
@@ -36,6 +36,7 @@ from reframe.core.exceptions import SanityError
 
 from .. import kernels, paths
 from ..judging import sanity
+from . import compat
 from .settings import SETTINGS, SiteSettings
 
 __all__ = ['KernelJsonTest']
@@ -49,20 +50,16 @@ def _json_metric(doc_fn, name):
 class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
     '''Runs `executable` with the site's options and `--json`, judges its JSON document.'''
 
-    valid_systems = ['*']
     valid_prog_environs = ['*']
     num_tasks = 1
     num_tasks_per_node = 1
     maintainers = ['cobalt-bench']
 
-    #: Per-site references: <reference_prefix>/references.yaml, entry <check class>.
-    reference = {'$ref': 'references.yaml'}
-
     #: The kernel's name: the `test` field its JSON document must carry, and (unless set)
     #: the executable.
     kernel = variable(str)
 
-    #: Kernel options; None: the partition's extras[opts_extra] (or the setting's default).
+    #: Kernel options; None: the partition's setting opts_extra (or the setting's default).
     kernel_opts = variable(str, type(None), value=None)
 
     #: The site setting (partition extras key) holding this kernel's options; None: the
@@ -122,7 +119,7 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         # one, skip and say what is missing instead of failing on an exec error there.
         # the instruction set (ReFrame's processor `platform`, as `uname -m` says it), not
         # the microarchitecture (`arch`: zen2, neoverse_v1)
-        arch = getattr(self.current_partition.processor, 'platform', None)
+        arch = compat.processor_platform(self.current_partition)
         if not self.python_command or not arch or arch == platform.machine():
             return
         tree = paths.root()

@@ -9,6 +9,11 @@ handler's emit(), prints "--- Logging error ---" and returns, and ReFrame runs o
 every later signal (seen in CI: a SIGTERM to run-suite during "Entering stage: run" left
 the run going for more than 60 s). Here a handler's handleError passes ForceExitError on,
 as the exception would have passed from anywhere else.
+
+Before ReFrame 4.6, a run (-r) also gets --save-log-files: ReFrame 4.5's command-line
+default overrides the configuration's general/save_log_files, which every cobalt-bench
+site sets (ReFrame's log belongs in the run's output/, where the report reads the skip
+reasons; compat).
 '''
 import logging
 import sys
@@ -27,10 +32,20 @@ def repair_logging():
     logging.Handler.handleError = _pass_force_exit
 
 
+def reframe_args(args):
+    '''ReFrame's command line for the running ReFrame (compat: --save-log-files for a run
+    before 4.6).'''
+    from . import compat
+    if (not compat.at_least(4, 6) and ('-r' in args or '--run' in args) and
+            '--save-log-files' not in args):
+        return [*args, '--save-log-files']
+    return list(args)
+
+
 def main():
     repair_logging()
     from reframe.frontend.cli import main as reframe_main
-    sys.argv[0] = 'reframe'
+    sys.argv[:] = ['reframe', *reframe_args(sys.argv[1:])]
     return reframe_main()
 
 

@@ -39,15 +39,11 @@ def _table_value(table_fn, metric, size):
 class OsuBenchmark(rfm.RunOnlyRegressionTest, SiteSettings):
     '''One OSU MPI benchmark (the `benchmark` parameter of the subclasses).'''
 
-    valid_systems = ['+mpi']
+    placement = 'mpi'
     valid_prog_environs = ['*']
     exclusive_access = True
     maintainers = ['cobalt-bench']
     tags = {'osu', 'mpi', 'network'}
-
-    #: Per-site references: <reference_prefix>/references.yaml, entry <check class>,
-    #: indexed by partition and benchmark.
-    reference = {'$ref': 'references.yaml'}
 
     #: OSU options; None: the site setting osu_opts (none: OSU's defaults).
     osu_opts = variable(str, type(None), value=None)

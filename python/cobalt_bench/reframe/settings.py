@@ -1,17 +1,21 @@
-'''The site settings: every key a partition's `extras` may hold for the cobalt-bench checks,
+'''The site settings: every key the cobalt-bench checks read from a partition's `extras`,
 declared once with its type, default and meaning.
 
-A site configuration tunes the checks through its partitions' extras (the checks never
-name a site):
+A site configuration tunes the checks through one namespace of its partitions' extras,
+`cobalt_bench` (the checks never name a site), beside whatever other suites keep there:
 
-    'extras': {'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
-               'osu_collective_tasks': 4}
+    'extras': {'cobalt_bench': {'mem_test_opts': '--stations 1 --desired-rate 8',
+                                'osu_collective_tasks': 4},
+               'mem_per_node': 512},        # another suite's key: left alone
 
 The checks read them only through this table (`SiteSettings.site_setting`), and every
-check validates the extras of every partition of the system when ReFrame instantiates it:
-a key that is not declared here, or a value of the wrong type, is a ConfigError naming the
-partition, the key and what is allowed, never a silent default. A key that is absent
-takes its default.
+check validates the namespace of every partition of the system when ReFrame instantiates
+it: a key inside `cobalt_bench` that is not declared here, or a value of the wrong type,
+is a ConfigError naming the partition, the key and what is allowed, never a silent
+default. A key that is absent takes its default. Keys outside the namespace belong to other
+suites and are not looked at, except cobalt-bench's own keys written flat (the layout
+before the namespace): they still work, type-checked, with a deprecation note naming the
+namespace.
 
     python3 -c 'from cobalt_bench.reframe import settings; print(settings.describe())'
 prints the table.
@@ -21,16 +25,20 @@ import difflib
 import shlex
 from dataclasses import dataclass
 
-import reframe as rfm
 import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_after
+from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import ConfigError
+from reframe.core.logging import getlogger
 
 from .. import kernels
+from . import placement
+from .references import SiteReferences
 
-__all__ = ['DOLPHIN', 'REFRAME_EXTRAS', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
-           'check_system', 'describe', 'shell_words', 'value', 'values_of_partitions']
+__all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
+           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'shell_words',
+           'site_extras',
+           'value', 'values_of_partitions']
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,10 @@ _SETTINGS = [
       for k in kernels.KERNELS.values()),
     Setting('eth_test_send_opts', str, '',
             "eth-test-send options (EthTest); '': the compliance load (12 streams, 9 Gbit/s)"),
-    Setting('eth_test_interfaces', _STR_LIST, [],
-            'interfaces EthTest tests, one run each; none: one run, skipped, saying so'),
+    Setting('eth_test_interfaces', _STR_LIST, ['lo'],
+            "interfaces EthTest tests, one run each; default: the loopback interface, with "
+            "the sender on this node (tests the receiving software, not a NIC: a site names "
+            "its NICs); []: one run, skipped, saying so"),
     Setting('eth_test_sender', str, '',
             "command prefix that starts eth-test-send on the sending machine, e.g. 'ssh "
             "sender01'; '': on this node (tests the receiving software, not the NIC)"),
@@ -98,7 +108,8 @@ _SETTINGS = [
             'cb-linktest tasks per node (1: every pair is a node pair)'),
     # MPI launching (CbLinkTest, the OSU checks).
     Setting('mpi_launcher_options', _STR_LIST, [],
-            "options of the partition's MPI launcher, e.g. ['--mpi=pmix'] for srun"),
+            "options of the partition's MPI launcher, e.g. ['--mpi=pmix'] for srun with Open "
+            "MPI, ['--mpi=pmi2'] with MPICH (docs/mpi.md)"),
     # OSU micro-benchmarks (OsuPt2Pt, OsuCollective).
     Setting('osu_opts', str, '', "options of every OSU benchmark; '': OSU's own"),
     Setting('osu_sizes', typ.List[int], None,
@@ -123,9 +134,8 @@ _SETTINGS = [
 #: Every site setting, by name.
 SETTINGS = {s.name: s for s in _SETTINGS}
 
-#: The extras ReFrame itself adds to every partition (its scheduler's and launcher's
-#: names, reframe.core.systems): not site settings, never checked here.
-REFRAME_EXTRAS = ('scheduler', 'launcher')
+#: The key of a partition's extras that holds cobalt-bench's settings.
+NAMESPACE = 'cobalt_bench'
 
 
 def _unknown(key, allowed, where):
@@ -148,16 +158,36 @@ def _check_value(setting, value, where):
             _check_value(known[key], sub, f'{where}[{key!r}]')
 
 
+def deprecated_keys(extras):
+    '''cobalt-bench's settings written flat in a partition's extras (outside NAMESPACE).'''
+    return sorted(k for k in (extras or {}) if k in SETTINGS)
+
+
+def _namespace(extras):
+    return (extras or {}).get(NAMESPACE) or {}
+
+
 def check_extras(extras, partition):
-    '''Raise ConfigError unless every key of `extras` (the extras of the partition named
-    `partition`, e.g. 'local:default') is a site setting with a value of its type.'''
-    for key, val in (extras or {}).items():
-        if key in REFRAME_EXTRAS:
-            continue
-        where = f"partition {partition!r}: extras[{key!r}]"
+    '''Raise ConfigError unless every key of the cobalt-bench namespace of `extras` (the
+    extras of the partition named `partition`, e.g. 'local:default'), and every setting
+    still written flat, is a site setting with a value of its type. Other keys are other
+    suites' business.'''
+    extras = extras or {}
+    where = f'partition {partition!r}: extras[{NAMESPACE!r}]'
+    own = extras.get(NAMESPACE)
+    if own is not None and not isinstance(own, dict):
+        raise ConfigError(f'{where} must be a dict of cobalt-bench settings, not '
+                          f'{type(own).__name__} {own!r}')
+    for key, val in (own or {}).items():
         if key not in SETTINGS:
-            raise _unknown(key, SETTINGS, f'partition {partition!r}: extras')
-        _check_value(SETTINGS[key], val, where)
+            raise _unknown(key, SETTINGS, where)
+        _check_value(SETTINGS[key], val, f'{where}[{key!r}]')
+    for key in deprecated_keys(extras):
+        if key in (own or {}):
+            raise ConfigError(f"partition {partition!r}: extras[{key!r}] and "
+                              f"extras[{NAMESPACE!r}][{key!r}] both set it: keep the one in "
+                              f"extras[{NAMESPACE!r}]")
+        _check_value(SETTINGS[key], extras[key], f'partition {partition!r}: extras[{key!r}]')
 
 
 def check_system(system):
@@ -166,11 +196,17 @@ def check_system(system):
         check_extras(part.extras, part.fullname)
 
 
+def site_extras(extras):
+    '''The cobalt-bench settings a partition's extras give, the namespace over the old flat
+    keys.'''
+    return {**{k: extras[k] for k in deprecated_keys(extras)}, **_namespace(extras)}
+
+
 def value(extras, name):
     '''The setting `name` from a partition's extras, or its default (for a dict setting
     with keys: the value with the defaults of its absent keys filled in).'''
     setting = SETTINGS[name]    # a KeyError here is a check reading an undeclared key
-    val = (extras or {}).get(name)
+    val = site_extras(extras).get(name)
     if val is None:
         val = setting.default
     if setting.keys:
@@ -178,6 +214,11 @@ def value(extras, name):
     elif isinstance(val, (list, dict)):
         val = type(val)(val)    # a copy: the caller may change it
     return val
+
+
+def partition_value(part, name):
+    '''The setting `name` of a ReFrame partition.'''
+    return value(part.extras, name)
 
 
 def shell_words(opts):
@@ -196,24 +237,48 @@ def values_of_partitions(name):
         return []
 
     check_system(system)
-    return [(p, value(p.extras, name)) for p in system.partitions]
+    return [(p, partition_value(p, name)) for p in system.partitions]
 
 
-# ReFrame 4.10 renamed RegressionMixin (now deprecated) to RegressionTestPlugin.
-_Plugin = getattr(rfm, 'RegressionTestPlugin', None) or rfm.RegressionMixin
+_NOTED = set()     # partitions whose flat keys were noted: once per partition and run
 
 
-class SiteSettings(_Plugin):
-    '''What every cobalt-bench check has: the site settings of its partition, validated.'''
+def _note_deprecated(part):
+    keys = deprecated_keys(part.extras)
+    if not keys or part.fullname in _NOTED:
+        return
+    _NOTED.add(part.fullname)
+    getlogger().warning(
+        f"partition {part.fullname!r}: cobalt-bench settings written directly in extras "
+        f"({', '.join(keys)}) are deprecated: move them into extras[{NAMESPACE!r}] "
+        f"(docs/running-at-a-site.md)")
+
+
+class SiteSettings(SiteReferences):
+    '''What every cobalt-bench check has: the site settings of its partition, validated;
+    the partitions it fits (`placement`, placement.py); the site's references
+    (references.py).'''
+
+    #: Which partitions the check is made for (placement.PLACEMENTS).
+    placement = variable(str, value='compute')
 
     @run_after('init')
     def check_site_settings(self):
         # Every partition, not only this check's: a typo in any of them is a site error.
-        check_system(rt.runtime().system)
+        system = rt.runtime().system
+        check_system(system)
+        for part in system.partitions:
+            _note_deprecated(part)
+
+    @run_after('init')
+    def select_partitions(self):
+        # A check narrows this further in a hook of its own (hooks of a base run first).
+        self.valid_systems = placement.partitions_for(self.placement, rt.runtime().system,
+                                                      partition_value)
 
     def site_setting(self, name):
         '''The setting `name` (SETTINGS) of the partition the check runs on.'''
-        return value(self.current_partition.extras, name)
+        return partition_value(self.current_partition, name)
 
 
 def describe():

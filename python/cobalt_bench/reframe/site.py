@@ -38,6 +38,7 @@ import time
 
 from .. import paths
 from ..store import perflog
+from . import compat
 
 
 class Site:
@@ -60,6 +61,9 @@ class Site:
         # ReFrame reads it after loading the config; an explicit --reference-prefix or
         # RFM_REFERENCE_PREFIX still wins.
         os.environ.setdefault('RFM_REFERENCE_PREFIX', self.dir)
+        # What an older ReFrame needs repaired (compat: references of 0 before 4.8, the
+        # topology a newer ReFrame cached before 4.6).
+        compat.repair()
 
     def checked(self, configuration):
         '''The site configuration, once this site's references and compliance definition
@@ -69,6 +73,10 @@ class Site:
 
         from .. import site
         from ..errors import CannotRun
+        if compat.too_old():
+            raise ConfigError(compat.too_old())
+        # What this ReFrame's schema lacks (results database, processor platform) out.
+        configuration = compat.adapt_configuration(configuration)
         try:
             systems, partitions = site.systems_of(configuration, self.dir)
             site.validate(self.dir, systems, partitions)
@@ -87,7 +95,10 @@ class Site:
     def storage(self):
         '''ReFrame's results database (for `reframe --performance-compare` and
         `--list-stored-sessions`): one SQLite file per site beside its runs,
-        <results>/<site>/results.db; every run adds its session, none is overwritten.'''
+        <results>/<site>/results.db; every run adds its session, none is overwritten.
+        ReFrame before 4.7 has none: [] (and checked() leaves the section out).'''
+        if not compat.has_results_storage():
+            return []
         return [{'enable': True,
                  'sqlite_db_file': os.path.join(os.path.dirname(self.prefix), 'results.db')}]
 

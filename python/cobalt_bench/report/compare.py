@@ -9,7 +9,7 @@ from ..errors import CannotRun, UsageError
 from ..store import reader, runs
 from ..store.result import Result
 from .format import fmt
-from .markdown import md_table
+from .markdown import md_table, md_text
 
 
 LOWER_IS_BETTER = re.compile(r'late|loss|lost|latency|error|missed|drop|time|duration|'
@@ -113,7 +113,8 @@ def render_compare(run_a, run_b, changes, tolerance):
     changes = sorted(changes, key=lambda c: (order[c.kind], c.check, c.where, c.metric))
     n_reg = sum(c.kind == 'regression' for c in changes)
     n_imp = sum(c.kind == 'improvement' for c in changes)
-    lines = [f'# cobalt-bench compare: {run_a.label} (A) -> {run_b.label} (B)', '',
+    lines = [f'# cobalt-bench compare: {md_text(run_a.label)} (A) -> '
+             f'{md_text(run_b.label)} (B)', '',
              f'Tolerance {fmt(tolerance)}%: {n_reg} regression(s), {n_imp} improvement(s), '
              f'{len(changes) - n_reg - n_imp} other change(s).', '']
     if changes:

@@ -4,7 +4,6 @@ inline, no script, nothing fetched.'''
 import base64
 import datetime
 import html
-import re
 import urllib.parse
 
 from .. import __version__
@@ -12,9 +11,10 @@ from .. import preflight as pf
 from ..store import documents
 from .format import fmt, fmt_bounds
 from .model import damaged_files
-from .rows import (CASE_HEADER, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER, METRIC_HEADER,
-                   REPRODUCE_HEADER, case_rows, damage_rows, finding_rows, is_preflight,
-                   judged_by, link_target, metric_rows, reproduce_rows, summary_lines)
+from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
+                   METRIC_HEADER, REPRODUCE_HEADER, case_rows, damage_rows, finding_rows,
+                   is_preflight, judged_by, link_target, metric_rows, reproduce_rows,
+                   summary_lines)
 
 
 CSS = '''
@@ -43,11 +43,13 @@ def _e(text):
     return html.escape(str(text), quote=True)
 
 
-def _inline(text):
-    '''The little Markdown the summary lines use (`code`, **bold**) as HTML.'''
-    text = _e(text)
-    text = re.sub(r'`([^`]*)`', r'<code>\1</code>', text)
-    return re.sub(r'\*\*([^*]*)\*\*', r'<b>\1</b>', text)
+def _segments(segments):
+    '''A line of (kind, text) segments (report.rows) as HTML, every text escaped.'''
+    out = []
+    for kind, text in segments:
+        out.append(f'<code>{_e(text)}</code>' if kind == CODE else
+                   f'<b>{_e(text)}</b>' if kind == BOLD else _e(text))
+    return ''.join(out)
 
 
 def _html_table(header, rows, status_col=None, num_cols=()):
@@ -77,9 +79,9 @@ def render_html(model, out_dir=None):
             out.append(f'<p class="headline"><b>{_e(j.headline)}</b></p>')
         out.append('<p>Why:</p><ol class="reasons">'
                    + ''.join(f'<li>{_e(r)}</li>' for r in j.reasons) + '</ol>')
-        out.append(f'<p class="small">Judged by {_inline(judged_by(j))}.</p>')
+        out.append(f'<p class="small">Judged by {_segments(judged_by(j))}.</p>')
     out.append('<ul>')
-    out += [f'<li>{_inline(line)}</li>' for line in summary_lines(model)]
+    out += [f'<li>{_segments(line)}</li>' for line in summary_lines(model)]
     out.append('</ul>')
     damage = damage_rows(model)
     if damage:
@@ -127,8 +129,9 @@ def render_html(model, out_dir=None):
         out.append('<h2>Plots</h2>')
         for p in model.plots:
             data = base64.b64encode(p.png).decode('ascii')
-            out.append(f'<figure><img alt="{_e(p.title)}" src="data:image/png;base64,{data}">'
-                       f'<figcaption>{_e(p.caption)}</figcaption></figure>')
+            out.append((f'<figure><img alt="{_e(p.title)}" src="data:image/png;base64,{data}">'
+                        if p.png else f'<figure><p><b>{_e(p.title)}</b></p>')
+                       + f'<figcaption>{_e(p.caption)}</figcaption></figure>')
             for label, path in p.links:
                 out.append(f'<p><a href="{_e(urllib.parse.quote(link_target(path, out_dir)))}">'
                            f'{_e(label)}</a></p>')

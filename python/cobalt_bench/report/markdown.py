@@ -1,19 +1,85 @@
-'''The report as Markdown (report.md, its plots beside it as PNG files).'''
+'''The report as Markdown (report.md, its plots beside it as PNG files).
+
+Every value from the results (check names, fail reasons, hosts, units, paths, a run's
+name) goes into the Markdown through one rule, md_text (md_code inside a code span): it
+stays text, whatever it holds. No raw HTML (`<script>`), no link or image (`[x](...)`),
+no line break (a CR or LF would start a heading or a table row of its own), no cell
+break (`|`), no control character (shown as `\\x1b`).'''
 
 import datetime
+import re
+import urllib.parse
 
 from .. import __version__
 from .. import preflight as pf
 from ..store import documents
 from .format import fmt, fmt_bounds
 from .model import damaged_files
-from .rows import (CASE_HEADER, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER, METRIC_HEADER,
-                   REPRODUCE_HEADER, case_rows, damage_rows, finding_rows, is_preflight,
-                   judged_by, link_target, metric_rows, reproduce_rows, summary_lines)
+from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
+                   METRIC_HEADER, REPRODUCE_HEADER, TEXT, case_rows, damage_rows,
+                   finding_rows, is_preflight, judged_by, link_target, metric_rows,
+                   reproduce_rows, summary_lines)
+
+# Line breaks (CommonMark's, and Unicode's), made spaces.
+_BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
+# Control characters (C0, DEL, C1) and the invisible direction overrides: shown.
+CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]')
+# What Markdown would read as markup that leaves the text: a backslash that escapes the
+# next character, the `](` of a link or image (a `]` that ends the value too: the report's
+# text after it could start with `(`), code-span backticks, a table cell's end, and `<`
+# opening raw HTML or an autolink.
+_SPECIAL = re.compile(r'\\(?=[!-/:-@\[-`{-~]|$)|\](?=\(|$)|[`|]|<(?=[A-Za-z/!?])')
+# Block markup at the start of a line (a heading, a quote, a list).
+_BLOCK_START = re.compile(r'^(\s*)([#>+*=-])')
+
+
+def visible(text):
+    '''Control characters as their escapes (`\\x1b`, `\\u202e`): seen, not obeyed.'''
+    return CONTROL.sub(lambda m: (f'\\x{ord(m.group()):02x}' if ord(m.group()) < 0x100
+                                  else f'\\u{ord(m.group()):04x}'), text)
+
+
+# Any character the rules above would change (most values have none: they pass as they
+# are, fast, which matters for a report of 100,000 documents).
+_ANY = re.compile('[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069'
+                  '\\\\\\]`|<]')
+
+
+def md_text(value, line_start=False):
+    '''A value from the results as Markdown text: shown exactly, never markup.
+    `line_start`: it begins a line (a list item's text), where `#`, `>`, `-` would be
+    markup too.'''
+    text = value if isinstance(value, str) else str(value)
+    if not line_start and not _ANY.search(text):
+        return text
+    text = _SPECIAL.sub(lambda m: '\\' + m.group(), _BREAK.sub(' ', text))
+    if line_start:
+        text = _BLOCK_START.sub(r'\1\\\2', text)
+    return visible(text)
+
+
+def md_code(value):
+    '''A value from the results as a Markdown code span: its fence longer than any run
+    of backticks inside, so that nothing in it ends the span.'''
+    text = visible(_BREAK.sub(' ', str(value)))
+    if not text.strip():
+        return '` `' if not text else f'`{text}`'
+    fence = '`' * (max((len(r) for r in re.findall('`+', text)), default=0) + 1)
+    pad = ' ' if text.startswith('`') or text.endswith('`') else ''
+    return f'{fence}{pad}{text}{pad}{fence}'
+
+
+def md_segments(segments):
+    '''A line of (kind, text) segments (report.rows) as Markdown.'''
+    out = []
+    for kind, text in segments:
+        out.append(text if kind == TEXT else md_code(text) if kind == CODE else
+                   f'**{md_text(text)}**' if kind == BOLD else md_text(text))
+    return ''.join(out)
 
 
 def md_cell(text):
-    return str(text).replace('|', '\\|').replace('\n', ' ')
+    return md_text(text)
 
 
 def md_table(header, rows):
@@ -22,19 +88,62 @@ def md_table(header, rows):
     return '\n'.join(lines)
 
 
+def _failure(e, model):
+    c, t = e.case, md_text
+    out = [f'### {t(c.check)} on {t(c.where)}' + (f' ({t(", ".join(c.nodes))})'
+                                                  if c.nodes else ''), '']
+    out.append(f'- {t(c.result.upper())} in {t(c.fail_phase or "?")}: {t(c.fail_reason)}')
+    for m in e.failing:
+        out.append(f'- {md_code(m.name)} = {t(fmt(m.value))} {t(m.unit)}, bounds '
+                   f'{t(fmt_bounds(m))} (reference {t(fmt(m.ref))})')
+    for h in e.hints:
+        out.append(f'- {t(h, line_start=True)}')
+    if e.findings:
+        out += ['', 'Failing settings:' if c.kernel == 'preflight' else
+                'Preflight findings that may explain it:', '',
+                md_table(['node'] + FINDING_HEADER,
+                         [[h] + r for h, r in zip([h for h, _ in e.findings],
+                                                  finding_rows([f for _, f in e.findings]))])]
+    else:
+        out += ['', '_No preflight finding of this node explains it'
+                + (' (the run has no preflight results)' if not model.preflight
+                   else '') + '._']
+    return out + ['']
+
+
+def _plots(model, plot_dir_rel, out_dir):
+    run, t = model.run, md_text
+    out = []
+    unplotted = [(c, d) for c, d in damaged_files(run) if d.path.endswith('.json')]
+    if model.plots or unplotted:
+        out += ['', '## Plots', '']
+        for p in model.plots:
+            out += [f'### {t(p.title)}', '']
+            if p.png:
+                out += [f'![{t(p.title)}]({plot_dir_rel}/{p.name}.png)', '']
+            out += [t(p.caption), '']
+            # files that go with the plot (the PDF report of a cb-linktest run)
+            for label, path in p.links:
+                out += [f'[{t(label)}](<{urllib.parse.quote(link_target(path, out_dir))}>)',
+                        '']
+        for c, d in unplotted:
+            out += [f'- No plot from {md_code(documents.relpath(d.path, run.path))}'
+                    + (f' ({t(c.check)} on {t(c.where)})' if c else '')
+                    + f': could not read it: {t(d.problem)}']
+    return out
 
 
 def render_markdown(model, plot_dir_rel='plots', out_dir=None):
-    run = model.run
-    out = [f'# cobalt-bench compliance report: {run.label}', '',
-           f'**Verdict: {model.verdict}**', '']
+    run, t = model.run, md_text
+    out = [f'# cobalt-bench compliance report: {t(run.label)}', '',
+           f'**Verdict: {t(model.verdict)}**', '']
     j = model.judgement
     if j is not None:
         if j.headline != j.state:
-            out += [f'_{j.headline}_', '']
-        out += ['Why:', ''] + [f'1. {r}' for r in j.reasons] + ['']
-        out += [f'Judged by {judged_by(j)}.', '']
-    out += [f'- {line}' for line in summary_lines(model)]
+            out += [f'_{t(j.headline)}_', '']
+        out += ['Why:', ''] + [f'1. {t(r, line_start=True)}' for r in j.reasons] + ['']
+        out += [f'Judged by {md_segments(judged_by(j))}.', '']
+    out += [f'- {md_segments(line)}' for line in summary_lines(model)]
     damage = damage_rows(model)
     if damage:
         out += ['', '## Damaged results', '', DAMAGE_TEXT, '',
@@ -55,48 +164,16 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
     if model.failures:
         out += ['', '## Failures and likely causes', '']
         for e in model.failures:
-            c = e.case
-            out.append(f'### {c.check} on {c.where}' + (f' ({", ".join(c.nodes)})'
-                                                          if c.nodes else ''))
-            out.append('')
-            out.append(f'- {c.result.upper()} in {c.fail_phase or "?"}: {c.fail_reason}')
-            for m in e.failing:
-                out.append(f'- `{m.name}` = {fmt(m.value)} {m.unit}, bounds '
-                           f'{fmt_bounds(m)} (reference {fmt(m.ref)})')
-            for h in e.hints:
-                out.append(f'- {h}')
-            if e.findings:
-                out += ['', 'Failing settings:' if c.kernel == 'preflight' else
-                        'Preflight findings that may explain it:', '',
-                        md_table(['node'] + FINDING_HEADER,
-                                  [[h] + r for h, r in zip(
-                                      [h for h, _ in e.findings],
-                                      finding_rows([f for _, f in e.findings]))])]
-            else:
-                out += ['', '_No preflight finding of this node explains it'
-                        + (' (the run has no preflight results)' if not model.preflight
-                           else '') + '._']
-            out.append('')
-    unplotted = [(c, d) for c, d in damaged_files(run) if d.path.endswith('.json')]
-    if model.plots or unplotted:
-        out += ['', '## Plots', '']
-        for p in model.plots:
-            out += [f'### {p.title}', '', f'![{p.title}]({plot_dir_rel}/{p.name}.png)', '',
-                    p.caption, '']
-            # files that go with the plot (the PDF report of a cb-linktest run)
-            for label, path in p.links:
-                out += [f'[{label}](<{link_target(path, out_dir)}>)', '']
-        for c, d in unplotted:
-            out += [f'- No plot from `{documents.relpath(d.path, run.path)}`'
-                    + (f' ({c.check} on {c.where})' if c else '')
-                    + f': could not read it: {d.problem}']
+            out += _failure(e, model)
+    out += _plots(model, plot_dir_rel, out_dir)
     for label, doc in model.preflight:
-        out += ['', f'## Preflight: {label}: {doc.get("verdict", "")}', '',
+        out += ['', f'## Preflight: {t(label)}: {t(doc.get("verdict", ""))}', '',
                 md_table(FINDING_HEADER, finding_rows(pf.findings_of(doc)))]
     for c, d in damaged_files(run):
         if is_preflight(c, d):
-            out += ['', f'## Preflight: {c.where if c else run.label}: DAMAGED', '',
-                    f'Could not read `{documents.relpath(d.path, run.path)}`: {d.problem}']
+            out += ['', f'## Preflight: {t(c.where if c else run.label)}: DAMAGED', '',
+                    f'Could not read {md_code(documents.relpath(d.path, run.path))}: '
+                    f'{t(d.problem)}']
     recorded = metric_rows(model, False)
     if recorded:
         out += ['', '## Recorded measurements (not judged)', '',
@@ -104,5 +181,5 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
                           [r[:5] + [r[7]] for r in recorded])]
     out += ['', '---', f'cobalt-bench {__version__}, report written '
             f'{datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")} from:', '']
-    out += [f'- `{s}`' for s in model.run.sources]
+    out += [f'- {md_code(s)}' for s in model.run.sources]
     return '\n'.join(out) + '\n'

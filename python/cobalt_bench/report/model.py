@@ -11,7 +11,7 @@ from .. import preflight as pf
 from ..errors import CannotRun
 from ..judging import sanity
 from ..judging import verdict as vd
-from ..store import documents
+from ..store import confine, documents
 from ..store.model import KIND_JOBS
 from ..store.result import Result
 from .plots import make_plots
@@ -102,9 +102,12 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
     compliance definition and references, never the kernels' own thresholds.'''
     pre = _preflight_docs(run, preflight_file)
-    run, recorded_site = _job_judgements(run)
-    sitedef = vd.site_of_run(run, site or recorded_site)
+    run, recorded = _job_judgements(run)
+    sitedef = vd.site_of_run(run, site, recorded)
     judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
+    note = vd.site_note(run, sitedef, recorded)
+    if note:
+        judgement.items.append(vd.Item(vd.NOTE, 'site', note))
     verdict = judgement.state
     counts = {}
     for c in judgement.cases:
@@ -151,15 +154,19 @@ def judged_path(doc_path):
 
 
 def _job_judgements(run):
-    '''(run, site) for job documents: the run with what each job's `cobalt-bench judge`
+    '''(run, sites) for job documents: the run with what each job's `cobalt-bench judge`
     recorded beside its document (the partition, the command line) on its case, and the
-    site they name when they all name the same one, else None.'''
+    site directories they name (what they say: verdict.site_of_run decides what is
+    loaded). A record that leaves the run (store.confine) is not read.'''
     if run.kind != KIND_JOBS:
-        return run, None
+        return run, []
     sites = set()
+    root = confine.run_root(run.path)
     cases = []
     for case in run.cases:
         for path in case.doc_paths:
+            if confine.file_problem(judged_path(path), root):
+                continue
             try:
                 rec = documents.read_json(judged_path(path))
             except (documents.Damaged, OSError):
@@ -173,7 +180,7 @@ def _job_judgements(run):
             if isinstance(rec.get('command'), str):
                 case = replace(case, command=rec['command'])
         cases.append(case)
-    return replace(run, cases=cases), (sites.pop() if len(sites) == 1 else None)
+    return replace(run, cases=cases), sorted(sites)
 
 
 def _pre_label(case, doc):

@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 
 from .. import kernels
+from ..errors import CannotRun
+from ..store import confine
 from ..store.result import Result
 # _pyplot: the same set-up as the cb-linktest report's figures (Agg, no display).
 from ..linktest.figures import linktest_heatmap_figure
@@ -43,12 +45,27 @@ PLOTTERS = {}
 THIRD_PARTY = ('osu_curves',)
 
 
+#: Past this many bars (NUMA domains, GPUs) a plot shows the ones that matter most and
+#: says how many it left out; past this many plots of one kind, or curves in one plot,
+#: the rest are counted, not drawn. A figure's size is bounded whatever the store holds.
+MAX_BARS = 24
+MAX_GPUS = 12
+MAX_PLOTS = 16
+MAX_SERIES = 8
+#: Names (nodes, partitions, benchmarks) drawn are cut to this many characters.
+MAX_NAME = 32
+
+#: Text is drawn as it is: no TeX, no mathtext (a node named `$\undefinedcmd$` is a name,
+#: not a formula matplotlib fails to parse).
+PLAIN_TEXT = {'text.usetex': False, 'text.parse_math': False}
+
+
 @dataclass
 class Plot:
     name: str       # file stem: plots/<name>.png
     title: str
     caption: str
-    png: bytes
+    png: bytes      # b'': the plot could not be drawn (the caption says why)
     # Files the report links beside the plot: (label, absolute path), e.g. the PDF report
     # of a cb-linktest run.
     links: tuple = ()
@@ -69,12 +86,25 @@ def _png(fig):
 
 
 def _slug(text):
-    return re.sub(r'[^A-Za-z0-9_.-]+', '-', text).strip('-') or 'plot'
+    '''A plot's file stem: letters, digits, `_.-`; a long one cut, with a hash of the
+    whole to keep it apart from another.'''
+    slug = re.sub(r'[^A-Za-z0-9_.-]+', '-', text).strip('-.') or 'plot'
+    if len(slug) > 80:
+        slug = f'{slug[:64]}-{zlib.crc32(text.encode("utf-8", "replace")):08x}'
+    return slug
+
+
+def short(text, limit=MAX_NAME):
+    '''A name as a plot draws it: control characters shown as `?`, cut to `limit`
+    characters (a 5 MB node name is a name, not a figure).'''
+    text = re.sub(r'[\x00-\x1f\x7f-\x9f]', '?', str(text)[:limit + 1])
+    return text if len(text) <= limit else text[:limit - 1] + '\u2026'
 
 
 def _case_label(case):
-    nodes = ','.join(case.nodes) if case.nodes else ''
-    return f'{case.where}' + (f' {nodes}' if nodes else '')
+    nodes = ','.join(case.nodes[:3]) + (',...' if len(case.nodes) > 3 else '') \
+        if case.nodes else ''
+    return short(f'{case.where}' + (f' {nodes}' if nodes else ''), 2 * MAX_NAME)
 
 
 def plot_names():
@@ -84,13 +114,40 @@ def plot_names():
 
 
 def make_plots(run):
+    '''Every plot of the run. A plot that cannot be drawn from what the store holds is
+    a Plot without an image whose caption says why: the report is written all the same.'''
     plots = []
-    for name in plot_names():
-        plots.extend(PLOTTERS[name](run))
+    plt = _pyplot()
+    with plt.rc_context(PLAIN_TEXT):
+        for name in plot_names():
+            try:
+                plots.extend(PLOTTERS[name](run))
+            except CannotRun:
+                raise
+            except Exception as err:    # matplotlib's own limits: the report goes on
+                plt.close('all')
+                plots.append(Plot(name, f'{name}: not drawn',
+                                  f'This plot could not be drawn from the results: '
+                                  f'{type(err).__name__}: {short(err, 300)}', b''))
     return plots
 
 
 # ---- mem-test ---------------------------------------------------------------------------
+
+def _worst_bars(bars):
+    '''At most MAX_BARS of (label, desired, measured, late %): all of them when they fit,
+    else those furthest below their desired speed (then the latest), worst first; and a
+    note of how many were left out.'''
+    if len(bars) <= MAX_BARS:
+        return bars, ''
+
+    def shortfall(b):
+        desired, measured = b[1] or 0, b[2] or 0
+        return (measured / desired if desired else 1.0, -(b[3] or 0))
+    shown = sorted(bars, key=shortfall)[:MAX_BARS]
+    return shown, (f' Shown: the {len(shown)} of {len(bars)} NUMA domains furthest below '
+                   'their desired speed (worst first); every domain is in the tables.')
+
 
 @plotter
 def mem_test_domains(run):
@@ -100,11 +157,12 @@ def mem_test_domains(run):
             if doc.get('test') != 'mem-test':
                 continue
             for d in doc.get('domains') or []:
-                bars.append((f'{_case_label(case)}\nNUMA {d.get("numa_node", "?")}',
+                bars.append((f'{_case_label(case)}\nNUMA {short(d.get("numa_node", "?"))}',
                              d.get('desired_speed_gbits'), d.get('measured_speed_gbits'),
                              d.get('average_late_percent')))
     if not bars:
         return []
+    bars, note = _worst_bars(bars)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(bars) + 2), 3.8))
     x = range(len(bars))
@@ -125,8 +183,16 @@ def mem_test_domains(run):
     ax.margins(y=0.25)
     return [Plot('mem-test-numa', 'mem-test per NUMA domain',
                  'Desired and measured memory traffic per NUMA domain (Gbit/s, read + '
-                 'write), with the share of blocks finished after their deadline.',
+                 'write), with the share of blocks finished after their deadline.' + note,
                  _png(fig))]
+
+
+def _left_out(plots, kind, more):
+    '''The last of `plots` says how many more of `kind` were not drawn.'''
+    if more and plots:
+        plots[-1].caption += (f' ({more} more {kind} not plotted: the first {MAX_PLOTS} '
+                              'are; the numbers of all of them are in the tables.)')
+    return plots
 
 
 # ---- gpu-copy ---------------------------------------------------------------------------
@@ -148,7 +214,7 @@ def _num_or_none(v):
 
 @plotter
 def gpu_copy_per_gpu(run):
-    plots = []
+    plots, more = [], 0
     for n, case in enumerate(run.cases):
         for doc in case.docs:
             gpus = doc.get('gpus') if doc.get('test') == 'gpu-copy' else None
@@ -158,6 +224,11 @@ def gpu_copy_per_gpu(run):
                                                 for g in gpus)]
             if not bars:
                 continue
+            if len(plots) >= MAX_PLOTS:
+                more += 1
+                continue
+            left = len(gpus) - MAX_GPUS
+            gpus = gpus[:MAX_GPUS]
             plt = _pyplot()
             fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(gpus) * len(bars) / 2 + 2.5),
                                             3.8))
@@ -176,7 +247,8 @@ def gpu_copy_per_gpu(run):
             if per_gpu:
                 ax.axhline(per_gpu, color='#d62728', lw=1, label='threshold per GPU')
             ax.set_xticks(range(len(gpus)))
-            ax.set_xticklabels([f'GPU {g.get("cuda_device", i)}\n{g.get("pci_bus_id", "")}'
+            ax.set_xticklabels([f'GPU {short(g.get("cuda_device", i))}\n'
+                                f'{short(g.get("pci_bus_id", ""))}'
                                 for i, g in enumerate(gpus)], fontsize=8)
             ax.set_ylabel('Gbit/s')
             title = f'gpu-copy per GPU, {_case_label(case)}'
@@ -188,8 +260,10 @@ def gpu_copy_per_gpu(run):
                               'GPU while all GPUs copy at once (and alone, where measured), '
                               'against what its PCIe link carries (dashed).'
                               + (f' Compliance: the sum over GPUs >= {thr:g} Gbit/s.'
-                                 if _num_or_none(thr) else ''), _png(fig)))
-    return plots
+                                 if _num_or_none(thr) else '')
+                              + (f' The first {MAX_GPUS} GPUs of {MAX_GPUS + left} shown.'
+                                 if left > 0 else ''), _png(fig)))
+    return _left_out(plots, 'gpu-copy documents', more)
 
 
 # ---- cb-linktest ------------------------------------------------------------------------
@@ -197,7 +271,10 @@ def gpu_copy_per_gpu(run):
 # `time` in seconds, NaN where untested, and `hosts`); its JSON document names the file
 # (config.output, relative to where it ran) and the message size (config.size_messages).
 
-def _linktest_matrix(doc, doc_path, dirs):
+def _linktest_matrix(doc, doc_path, dirs, root):
+    '''(Gbit/s matrix, hosts, .npz path) of a cb-linktest document, or None. The file it
+    names is looked for beside it and in its test's directories, and only in the run
+    (`root`, store.confine): a name that leads out of the run is not read.'''
     cfg = doc.get('config') or {}
     out = cfg.get('output')
     candidates = []
@@ -205,7 +282,7 @@ def _linktest_matrix(doc, doc_path, dirs):
         candidates += [out] if os.path.isabs(out) else \
             [os.path.join(os.path.dirname(doc_path), out)] + [os.path.join(d, out) for d in dirs]
     for path in candidates:
-        if os.path.isfile(path):
+        if os.path.isfile(path) and not confine.file_problem(path, root):
             break
     else:
         return None
@@ -223,7 +300,7 @@ def _linktest_matrix(doc, doc_path, dirs):
         return None
     with np.errstate(divide='ignore', invalid='ignore'):
         gbits = size * 8 / time / 1e9
-    return gbits, hosts, path
+    return gbits, [short(h) for h in hosts], path
 
 
 def linktest_pdf_path(npz):
@@ -238,12 +315,16 @@ def linktest_pdf_path(npz):
 
 @plotter
 def linktest_heatmap(run):
-    plots = []
+    plots, more = [], 0
+    root = confine.run_root(run.path)
     for n, case in enumerate(run.cases):
         for doc, path in zip(case.docs, case.doc_paths):
             if doc.get('test') != 'cb-linktest':
                 continue
-            found = _linktest_matrix(doc, path, case.dirs)
+            if len(plots) >= MAX_PLOTS:
+                more += 1
+                continue
+            found = _linktest_matrix(doc, path, case.dirs, root)
             if not found:
                 continue
             gbits, hosts, npz = found
@@ -257,11 +338,13 @@ def linktest_heatmap(run):
                               f'Bandwidth of every rank pair ({size_b} B messages; grey: '
                               'not tested), ranks grouped by host; a bad link or node shows '
                               'as an off-colour cell or a line of them. From '
-                              f'{os.path.basename(npz)}.', _png(fig),
+                              f'{short(os.path.basename(npz), 2 * MAX_NAME)}.', _png(fig),
                               links=(('cb-linktest report (PDF): settings, heat map, '
                                       'histogram, slowest pairs and their retest',
-                                      os.path.abspath(pdf)),) if os.path.isfile(pdf) else ()))
-    return plots
+                                      os.path.abspath(pdf)),)
+                              if os.path.isfile(pdf) and not confine.file_problem(pdf, root)
+                              else ()))
+    return _left_out(plots, 'cb-linktest documents', more)
 
 
 # ---- OSU --------------------------------------------------------------------------------
@@ -312,7 +395,7 @@ def osu_curves(run):
         elif case.stdout:
             try:
                 with open(case.stdout, errors='replace') as fp:
-                    table = osu_table(fp.read())
+                    table = osu_table(fp.read(1 << 24))     # an OSU table is a few KiB
             except OSError:
                 table = None
             if not table:
@@ -324,7 +407,9 @@ def osu_curves(run):
         groups.setdefault(_benchmark(case), []).append((case, metric, unit, pts))
     plots = []
     colors = ['#1f77b4', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf']
-    for bench, series in sorted(groups.items()):
+    for bench, series in sorted(groups.items())[:MAX_PLOTS]:
+        left = len(series) - MAX_SERIES
+        series = series[:MAX_SERIES]
         plt = _pyplot()
         fig, ax = plt.subplots(figsize=(6.8, 4.0))
         for k, (case, metric, unit, pts) in enumerate(series):
@@ -336,7 +421,7 @@ def osu_curves(run):
             refs = [(s, m) for s, _, m in pts if m is not None and m.judged]
             if refs:
                 ax.plot([x for x, _ in refs], [m.ref for _, m in refs], ls='--', color=color,
-                        alpha=0.8, label=f'reference, {case.where}')
+                        alpha=0.8, label=f'reference, {short(case.where)}')
                 low = [m.lower if m.lower is not None and not math.isinf(m.lower) else m.ref
                        for _, m in refs]
                 high = [m.upper if m.upper is not None and not math.isinf(m.upper) else m.ref
@@ -350,13 +435,17 @@ def osu_curves(run):
         ax.set_xscale('log', base=2)
         ax.set_yscale('log')
         ax.set_xlabel('message size (bytes)')
-        ax.set_ylabel(f'{series[0][1]} ({series[0][2]})' if series[0][2] else series[0][1])
-        ax.set_title(f'{bench}', fontsize=10)
+        metric, unit = short(series[0][1]), short(series[0][2])
+        ax.set_ylabel(f'{metric} ({unit})' if unit else metric)
+        ax.set_title(short(bench, 2 * MAX_NAME), fontsize=10)
         ax.grid(True, which='major', alpha=0.3)
         ax.legend(fontsize=7)
-        plots.append(Plot(_slug(f'osu-{bench}'), f'{bench} against message size',
-                          f'{series[0][1]} against message size per partition (size 0 '
+        plots.append(Plot(_slug(f'osu-{bench}'), f'{short(bench, 2 * MAX_NAME)} against '
+                          'message size',
+                          f'{metric} against message size per partition (size 0 '
                           'left out), with the site\'s reference curve (dashed) and its '
                           'bounds (band) where the site has per-size references; a cross '
-                          'marks a size outside its bounds.', _png(fig)))
-    return plots
+                          'marks a size outside its bounds.'
+                          + (f' The first {MAX_SERIES} of {MAX_SERIES + left} cases shown.'
+                             if left > 0 else ''), _png(fig)))
+    return _left_out(plots, 'OSU benchmarks', max(0, len(groups) - MAX_PLOTS))

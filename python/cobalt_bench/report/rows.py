@@ -3,7 +3,7 @@
 import os
 
 from .. import preflight as pf
-from ..store import documents
+from ..store import confine, documents, reader
 from ..store.result import Result
 from .format import fmt, fmt_bounds
 from .model import damaged_files
@@ -75,7 +75,7 @@ def reproduce_rows(model):
         entries = sorted({m.entry.label.rsplit(' / ', 1)[0] for m in judged
                           if m.entry is not None})
         refs = '; '.join(entries) or (model.judgement.references if model.judgement else '')
-        rows.append([c.check, c.where, kernel, command_of(c) or '-', refs])
+        rows.append([c.check, c.where, kernel, command_of(c, model.run.path) or '-', refs])
     return rows
 
 
@@ -83,20 +83,18 @@ REPRODUCE_HEADER = ['check', 'partition', 'kernel and version', 'command line',
                     'judged by (reference file / entry)']
 
 
-def command_of(case):
+def command_of(case, run_path):
     '''The command line that produced a case's result: the job's `cobalt-bench judge
-    --command`, else the line of ReFrame's job script (rfm_job.sh) that runs the kernel.'''
+    --command`, else the line of ReFrame's job script (rfm_job.sh) that runs the kernel
+    (a script that leaves the run directory `run_path` is not read: store.confine).'''
     if case.command:
         return case.command
     kernels = [d.get('test') for d in case.docs if isinstance(d, dict) and d.get('test')]
     for d in case.dirs:
-        script = os.path.join(d, 'rfm_job.sh')
-        try:
-            with open(script, errors='replace') as fp:
-                lines = fp.read().splitlines()
-        except OSError:
+        text = confine.read_text(os.path.join(d, reader.JOB_SCRIPT), confine.run_root(run_path))
+        if text is None:
             continue
-        for line in lines:
+        for line in text.splitlines():
             text = line.strip()
             if not text or text.startswith(('#', 'export ', 'module ', 'cd ')):
                 continue
@@ -121,46 +119,65 @@ METRIC_HEADER = ['check', 'partition', 'node(s)', 'metric', 'value', 'reference'
                  'unit', 'verdict', 'judged by (reference file / entry)']
 
 
+# The summary lines and the "judged by" phrase are lists of segments, (kind, text), that
+# the Markdown and the HTML render each by its own escaping rule: TEXT is the report's own
+# words, VALUE a value from the results, CODE a value shown as code, BOLD a value in bold.
+TEXT, VALUE, CODE, BOLD = 'text', 'value', 'code', 'bold'
+
+
 def summary_lines(model):
+    '''The report's summary: a list of lines, each a list of (kind, text) segments.'''
     run, s = model.run, model.run.session
     lines = []
     if run.kind == 'reframe':
-        lines.append(f'Site `{run.site}`, run `{run.run_id}`, state: **{run.state}**'
-                     + (f' ({run.state_why})' if run.state_why else ''))
+        lines.append([(TEXT, 'Site '), (CODE, run.site), (TEXT, ', run '), (CODE, run.run_id),
+                      (TEXT, ', state: '), (BOLD, run.state)]
+                     + ([(VALUE, f' ({run.state_why})')] if run.state_why else []))
         if s:
-            lines.append(f'Started {s.get("time_start", "?")}, ended {s.get("time_end", "?")}'
-                         f' on {s.get("hostname", "?")}; ReFrame {s.get("version", "?")}; '
-                         f'`{s.get("cmdline", "")}`')
+            lines.append([(TEXT, 'Started '), (VALUE, s.get('time_start', '?')),
+                          (TEXT, ', ended '), (VALUE, s.get('time_end', '?')),
+                          (TEXT, ' on '), (VALUE, s.get('hostname', '?')),
+                          (TEXT, '; ReFrame '), (VALUE, s.get('version', '?')),
+                          (TEXT, '; '), (CODE, s.get('cmdline', ''))])
     else:
         j = model.judgement
-        lines.append(f'Job documents in `{run.path}`, judged by '
-                     + (f'site `{j.site}` (`{j.references}`)' if j and j.site else
-                        'no site (none named: `cobalt-bench report --site SITE`)'))
+        lines.append([(TEXT, 'Job documents in '), (CODE, run.path), (TEXT, ', judged by ')]
+                     + ([(TEXT, 'site '), (CODE, j.site), (TEXT, ' ('), (CODE, j.references),
+                         (TEXT, ')')] if j and j.site else
+                        [(TEXT, 'no site (none named: '),
+                         (CODE, 'cobalt-bench report --site SITE'), (TEXT, ')')]))
     n = len(run.cases)
     parts = [f'{v} {k}' for k, v in sorted(model.counts.items())]
-    lines.append(f'{n} check case(s): ' + (', '.join(parts) if parts else 'none'))
+    lines.append([(TEXT, f'{n} check case(s): '), (VALUE, ', '.join(parts) if parts
+                                                    else 'none')])
     for label, doc in model.preflight:
         s = pf.summary(pf.findings_of(doc))
-        lines.append(f'Preflight {label}: the tool\'s own summary (not the site\'s '
-                     f'verdict) {doc.get("verdict", s["verdict"])} '
-                     f'({s[pf.FAIL]} failed, {s[pf.UNKNOWN]} unknown, {s[pf.WARN]} warnings '
-                     f'of {len(doc.get("findings", []))} settings); the site requires '
-                     + (', '.join(f'`{p}`' for p in model.judgement.compliance_preflight)
-                        if model.judgement and model.judgement.compliance_preflight
-                        else 'none of them'))
+        required = model.judgement.compliance_preflight if model.judgement else []
+        line = [(TEXT, 'Preflight '), (VALUE, label),
+                (TEXT, ': the tool\'s own summary (not the site\'s verdict) '),
+                (VALUE, doc.get('verdict', s['verdict'])),
+                (TEXT, f' ({s[pf.FAIL]} failed, {s[pf.UNKNOWN]} unknown, {s[pf.WARN]} '
+                       f'warnings of {len(doc.get("findings", []))} settings); the site '
+                       'requires ')]
+        for i, p in enumerate(required):
+            line += [(TEXT, ', ')] * bool(i) + [(CODE, p)]
+        lines.append(line + ([] if required else [(TEXT, 'none of them')]))
     return lines
 
 
 def judged_by(j):
-    '''The site's files a verdict comes from, as one phrase.'''
+    '''The site's files a verdict comes from, as one phrase (segments, as the summary
+    lines).'''
     if not j.site:
-        return 'no site'
-    text = f'site `{j.site}`: references `{j.references}`'
-    text += (f', compliance definition `{j.compliance}`' if j.compliance and
-             not j.demonstration else
-             f', `{j.compliance}` (demonstration)' if j.compliance else
-             ' (no compliance definition)')
-    return text
+        return [(TEXT, 'no site')]
+    out = [(TEXT, 'site '), (CODE, j.site), (TEXT, ': references '), (CODE, j.references)]
+    if j.compliance and not j.demonstration:
+        out += [(TEXT, ', compliance definition '), (CODE, j.compliance)]
+    elif j.compliance:
+        out += [(TEXT, ', '), (CODE, j.compliance), (TEXT, ' (demonstration)')]
+    else:
+        out += [(TEXT, ' (no compliance definition)')]
+    return out
 
 
 def finding_rows(findings):

@@ -3,6 +3,7 @@ name or path, its systems and partitions read by running its ReFrame configurati
 ReFrame does, and its references and compliance definition validated against them.'''
 
 import os
+import re
 import runpy
 from dataclasses import dataclass
 
@@ -30,6 +31,34 @@ class SiteDef:
 def sites_dir():
     data = paths.data_dir()
     return os.path.join(data, 'site-configs') if data else None
+
+
+# A site's name as the results store has it (results/<site>/...): a plain name, never a
+# path.
+_SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]*')
+
+
+def installed_site(name):
+    '''The directory of the installed site `name` (this tree's site-configs/<name>) when
+    there is one, else None. `name` comes from the results (a run's site, the site
+    directory a job's judgement names): only a plain name of a site this tree holds is
+    taken; nothing the results name elsewhere is ever loaded (its config.py would run).'''
+    base = sites_dir()
+    if not base or not isinstance(name, str) or not _SITE_NAME.fullmatch(name):
+        return None
+    path = os.path.join(base, name)
+    return path if os.path.isfile(os.path.join(path, 'config.py')) else None
+
+
+def installed_site_of(directory):
+    '''The installed site a site directory read from the results is (this tree's
+    site-configs/<name>, the same directory once links are resolved), else None.'''
+    if not isinstance(directory, str) or not directory:
+        return None
+    path = installed_site(os.path.basename(os.path.normpath(directory)))
+    if path and os.path.realpath(path) == os.path.realpath(directory):
+        return path
+    return None
 
 
 def site_dir(spec):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import kernels
 from ..errors import CannotRun
-from .result import SettingStatus
+from .result import Result, SettingStatus
 
 # Problems said about one entry are cut to this many characters of the bad value: a
 # damaged file may hold anything, megabytes included.
@@ -86,6 +86,15 @@ def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _integer(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: Fields of a kernel's per-part lists (mem-test's `domains`, gpu-copy's `gpus`) that are
+#: integers wherever they appear: a NUMA node is a number (-1: none), never a name.
+INTEGERS = ('numa_node',)
+
+
 def _kind(value):
     return {dict: 'an object', list: 'a list', str: 'a string', bool: 'a boolean',
             type(None): 'null', int: 'a number', float: 'a number'}.get(type(value),
@@ -116,6 +125,7 @@ def report_testcases(report, path):
         raise Damaged(path, f'session_info.{bad[0]} is {show(session[bad[0]])}, not a path')
     damage = []
     cases = []
+    old = str(session.get('data_version', '')).startswith('3.')
     for i, r in enumerate(runs):
         if not isinstance(r, dict) or not isinstance(r.get('testcases', []), list):
             damage.append(Damage(path, f'runs[{i}] is not an object with a "testcases" '
@@ -126,8 +136,46 @@ def report_testcases(report, path):
             if not isinstance(tc, dict):
                 damage.append(Damage(path, f'{where} is {_kind(tc)}, not a test case'))
                 continue
-            cases.append((where, tc))
+            cases.append((where, _upgraded(tc) if old else tc))
     return session, cases, damage
+
+
+# ReFrame before 4.7 writes report.json data_version 3.x: result words 'success', 'failure',
+# 'skipped', 'aborted'; 'system' as 'system:partition'; 'environment', 'hash', 'nodelist';
+# the performance variables as a list 'perfvars' of {name, value, reference, thres_lower,
+# thres_upper, unit}; the check's variables (json_file) under 'check_vars'.
+_RESULTS_3 = {'success': Result.PASS.value, 'failure': Result.FAIL.value,
+              'skipped': Result.SKIP.value, 'aborted': Result.ABORT.value}
+
+
+def _upgraded(tc):
+    '''A test case of a data_version 3 report.json in the form of data_version 4 (ReFrame
+    4.7 on), which the rest of the reader reads; what is malformed stays so, for
+    testcase_problems and perf_entry to name.'''
+    tc = dict(tc)
+    system = tc.get('system')
+    if isinstance(system, str) and 'partition' not in tc:
+        tc['system'], _, tc['partition'] = system.partition(':')
+    for new, old in (('environ', 'environment'), ('hashcode', 'hash'),
+                     ('job_nodelist', 'nodelist')):
+        if new not in tc and old in tc:
+            tc[new] = tc[old]
+    check_vars = tc.get('check_vars')
+    if 'json_file' not in tc and isinstance(check_vars, dict):
+        tc['json_file'] = check_vars.get('json_file')
+    if isinstance(tc.get('result'), str):
+        tc['result'] = _RESULTS_3.get(tc['result'], tc['result'])
+    if tc.get('jobid') == 'None':
+        tc['jobid'] = None
+    perfvars = tc.get('perfvars')
+    if 'perfvalues' not in tc and isinstance(perfvars, list):
+        where = f"{tc.get('system')}:{tc.get('partition')}"
+        tc['perfvalues'] = {
+            f"{where}:{pv.get('name')}": [pv.get('value'), pv.get('reference'),
+                                         pv.get('thres_lower'), pv.get('thres_upper'),
+                                         pv.get('unit')]
+            for pv in perfvars if isinstance(pv, dict)}
+    return tc
 
 
 _TC_STRINGS = ('name', 'display_name', 'unique_name', 'system', 'partition', 'environ',
@@ -257,6 +305,9 @@ def _kernel_problems(doc):
             bad = [k for k in numbers if d.get(k) is not None and not _number(d.get(k))]
             if bad:
                 problems.append(f'{key}[{i}].{bad[0]} is {show(d[bad[0]])}, not a number')
+            bad = [k for k in INTEGERS if k in d and not _integer(d[k])]
+            if bad:
+                problems.append(f'{key}[{i}].{bad[0]} is {show(d[bad[0]])}, not an integer')
     config = doc.get('config') if isinstance(doc.get('config'), dict) else {}
     for key in dict.fromkeys(k for r in rules for k in r.config_files):
         if config.get(key) is not None and not isinstance(config.get(key), str):

@@ -57,11 +57,14 @@ def _read(path):
 
 def listing(base, site=None):
     '''[Listed] of every run of the store `base` (of `site` only, when given).'''
+    refused = []
     try:
-        runs = list_runs(base, site)
+        runs = list_runs(base, site, refused)
     except OSError as err:
         raise CannotRun(f'cannot read the results store {base}: {err.strerror or err}')
-    out = []
+    # A link leading out of the store: named, never read (store.confine).
+    out = [Listed(s, r or '-', RunState.DAMAGED, '-', why, damaged=True)
+           for s, r, _, why in refused]
     for s, r, path in runs:
         state, why = run_state(path)
         item = Listed(s, r, state, '-', why)

@@ -11,6 +11,7 @@ variable adds <name>_value, <name>_unit, <name>_ref, <name>_lower_thres and
 import math
 import os
 
+from . import confine
 from .documents import Damage
 from .model import Case, Metric
 from .result import Result
@@ -41,13 +42,22 @@ def _num(text):
 def read_run(run, collect_docs, mark_damaged):
     '''Cases from the performance logs (a run without report.json): the last record of
     each check's log, with its references. `collect_docs` and `mark_damaged`: the
-    reader's (store.reader), which find a case's documents and mark what is damaged.'''
+    reader's (store.reader), which find a case's documents and mark what is damaged.
+    What leaves the run (store.confine) is not read: it is named in run.damaged.'''
     base = os.path.join(run.path, 'perflogs')
+    refused = confine.escapes(base, run.path)
+    if refused:
+        run.damaged.append(Damage(base, refused))
+        return
     for dirpath, _, files in sorted(os.walk(base)):
         for name in sorted(f for f in files if f.endswith('.log')):
             rel = os.path.relpath(dirpath, base).split(os.sep)
             system, partition = (rel + ['', ''])[:2]
             log = os.path.join(dirpath, name)
+            refused = confine.file_problem(log, run.path)
+            if refused:
+                run.damaged.append(Damage(log, refused))
+                continue
             try:
                 with open(log, encoding='utf-8') as fp:
                     lines = [line.rstrip('\n') for line in fp if line.strip()]
@@ -95,7 +105,7 @@ def read_run(run, collect_docs, mark_damaged):
                     for env in (os.listdir(os.path.join(run.path, sub, system, partition))
                                 if os.path.isdir(os.path.join(run.path, sub, system,
                                                               partition)) else [])]
-            collect_docs(case, dirs)
+            collect_docs(case, dirs, run.path)
             # The environment is the directory the documents were in: a case of the
             # perflogs keys (compare) as the same case of a report.json.
             if case.dirs:

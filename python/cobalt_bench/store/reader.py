@@ -18,12 +18,16 @@ import os
 import re
 
 from ..errors import CannotRun
-from . import perflog
+from . import confine, perflog
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
+
+#: ReFrame's job script in a test's directory: the report shows its kernel command line.
+JOB_SCRIPT = 'rfm_job.sh'
+
 
 def _damage(case, path, problem):
     case.damaged.append(Damage(path, problem))
@@ -44,23 +48,39 @@ def _mark_damaged(case, run_path):
 
 def _rebase(path, session, run_path):
     '''A path from report.json inside this run directory (which may have been moved or
-    copied since ReFrame wrote it).'''
+    copied since ReFrame wrote it): one under the run's recorded prefix_output or
+    prefix_stage is the same place in this run; a relative one is relative to the run.
+    Whether it stays in the run is store.confine's to say.'''
     if not path:
         return path
+    if not os.path.isabs(path):
+        return os.path.join(run_path, path)
     for key, sub in (('prefix_output', 'output'), ('prefix_stage', 'stage')):
         old = session.get(key)
         if old and path.startswith(old.rstrip('/') + '/'):
-            here = os.path.join(run_path, sub, os.path.relpath(path, old))
-            if os.path.exists(here):
-                return here
+            return os.path.join(run_path, sub, path[len(old.rstrip('/')) + 1:])
     return path
 
 
-def _collect_docs(case, dirs, expected=None):
-    '''The kernel documents in a test's directories. `expected`: the document the check
-    names (report.json's json_file), which a passed case must have.'''
-    seen = set()
+def _confined_dirs(case, dirs, root):
+    '''The directories of `dirs` that stay in the run `root`; each other one that exists
+    (or has a `..`) is named as damage, refused, and never read.'''
+    out = []
     for d in dirs:
+        why = confine.escapes(d, root)
+        if not why:
+            out.append(d)
+        elif os.path.lexists(d) or '..' in d.split(os.sep):
+            _damage(case, d, why)
+    return out
+
+
+def _collect_docs(case, dirs, root, expected=None):
+    '''The kernel documents in a test's directories, which must stay in the run `root`
+    (store.confine). `expected`: the document the check names (report.json's json_file),
+    which a passed case must have.'''
+    seen = set()
+    for d in _confined_dirs(case, dirs, root):
         if not os.path.isdir(d):
             continue
         case.dirs.append(d)
@@ -70,9 +90,19 @@ def _collect_docs(case, dirs, expected=None):
             _damage(case, d, f'cannot list the directory: {err.strerror or err}')
             continue
         for name in names:
+            path = os.path.join(d, name)
+            if name == JOB_SCRIPT:
+                # The report reads the kernel's command line from it (report.rows).
+                refused = confine.file_problem(path, root)
+                if refused:
+                    _damage(case, path, refused)
             if not name.endswith('.json') or name in seen:
                 continue
-            path = os.path.join(d, name)
+            refused = confine.file_problem(path, root)
+            if refused:
+                seen.add(name)
+                _damage(case, path, refused)
+                continue
             try:
                 doc = read_json(path)
             except Damaged as err:
@@ -121,22 +151,44 @@ def _perf_metrics(perfvalues, prefix, case=None, where='', path=''):
 _ANSI = re.compile(r'\x1b\[[0-9;]*m')
 _SKIP = re.compile(r'SKIP\s*\]\s*\(\s*\d+/\d+\)\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)'
                    r'\s+\[(?P<reason>.*)\]\s*$')
+_RUN = re.compile(r'RUN\s*\]\s+.+?\s+/(?P<hash>[0-9a-f]+)\s+@(?P<where>\S+)\s*$')
+_SKIP_BARE = re.compile(r'SKIP\s*\]\s*\(\s*\d+/\d+\)\s+(?P<reason>.+?)\s*$')
 
 
-def _skip_reasons(run_path):
+def _skip_reasons(run):
     '''{(hashcode, 'system:partition+environ'): reason} from ReFrame's log in output/:
-    the run report does not keep why a test was skipped.'''
+    the run report does not keep why a test was skipped. A log that leaves the run
+    (store.confine) is not read: it is named in run.damaged.'''
     reasons = {}
-    out = os.path.join(run_path, 'output')
-    for name in sorted(os.listdir(out)) if os.path.isdir(out) else []:
+    out = os.path.join(run.path, 'output')
+    if confine.escapes(out, run.path) or not os.path.isdir(out):
+        return reasons
+    for name in sorted(os.listdir(out)):
         if not (name.startswith('rfm-') and name.endswith('.log')):
             continue
+        path = os.path.join(out, name)
+        refused = confine.file_problem(path, run.path)
+        if refused:
+            run.damaged.append(Damage(path, refused))
+            continue
         try:
-            with open(os.path.join(out, name), errors='replace') as fp:
+            with open(path, errors='replace') as fp:
+                last_run = None
                 for line in fp:
-                    m = _SKIP.search(_ANSI.sub('', line))
+                    line = _ANSI.sub('', line)
+                    m = _SKIP.search(line)
                     if m:
                         reasons[(m.group('hash'), m.group('where'))] = m.group('reason')
+                        continue
+                    started = _RUN.search(line)
+                    if started:
+                        last_run = (started.group('hash'), started.group('where'))
+                        continue
+                    # ReFrame before 4.8 says only the reason: the test it just started.
+                    bare = _SKIP_BARE.search(line)
+                    if bare and last_run:
+                        reasons.setdefault(last_run, bare.group('reason'))
+                        last_run = None
         except OSError:
             continue
     return reasons
@@ -146,7 +198,7 @@ def _from_report(run, report, path):
     '''The cases of a parsed report.json (`path`); Damaged if it is not a run report.'''
     session, testcases, damage = report_testcases(report, path)
     run.session = session
-    skipped = _skip_reasons(run.path)
+    skipped = _skip_reasons(run)
     # With --reruns / --max-retries a case appears in several runs: the last one counts.
     latest = {}
     for where, raw in testcases:
@@ -171,9 +223,13 @@ def _from_report(run, report, path):
         case.metrics = _perf_metrics(tc['perfvalues'], prefix, case, label, path)
         outdir = _rebase(tc['outputdir'], run.session, run.path)
         stagedir = _rebase(tc['stagedir'], run.session, run.path)
-        _collect_docs(case, [d for d in (outdir, stagedir) if d], tc['json_file'])
+        _collect_docs(case, [d for d in (outdir, stagedir) if d], run.path, tc['json_file'])
         for d in case.dirs:
             out = os.path.join(d, tc['job_stdout'] or 'rfm_job.out')
+            refused = confine.file_problem(out, run.path)
+            if refused:
+                _damage(case, out, f'job_stdout: {refused}')
+                break
             if os.path.isfile(out):
                 case.stdout = out
                 break
@@ -236,6 +292,9 @@ def load_run(path):
         have_report = os.path.lexists(report_path)
         try:
             if have_report:
+                refused = confine.file_problem(report_path, path)
+                if refused:
+                    raise Damaged(report_path, refused)
                 _from_report(run, read_json(report_path), report_path)
                 run.sources.append(report_path)
         except Damaged as err:
@@ -260,6 +319,10 @@ def load_run(path):
         for name in sorted(files):
             if name.endswith('.json'):
                 p = os.path.join(dirpath, name)
+                refused = confine.file_problem(p, path)
+                if refused:
+                    damaged.append(Damage(p, refused))
+                    continue
                 try:
                     doc = read_json(p)
                 except Damaged as err:

@@ -16,6 +16,7 @@ import socket
 
 from .. import paths
 from ..errors import CannotRun, UsageError
+from . import confine
 from .result import RunState
 
 MARKER = 'INCOMPLETE'
@@ -34,12 +35,17 @@ def is_run_dir(path):
             os.path.isdir(os.path.join(path, 'perflogs')))
 
 
+def _marker_text(path):
+    '''The INCOMPLETE marker's text (its first 64 KiB: run-suite writes a few lines); None
+    when it cannot be read or leaves the run (store.confine: a link to a device, a
+    pipe, another user's file).'''
+    return confine.read_text(os.path.join(path, MARKER), path, limit=1 << 16)
+
+
 def _marker_pid(path):
     '''(pid, host) from an INCOMPLETE marker, or (None, None).'''
-    try:
-        with open(os.path.join(path, MARKER)) as fp:
-            text = fp.read()
-    except OSError:
+    text = _marker_text(path)
+    if text is None:
         return None, None
     m = re.search(r'^pid:\s*(\d+)', text, re.M)
     h = re.search(r'^host:\s*(\S+)', text, re.M)
@@ -55,15 +61,11 @@ def run_state(path):
             try:
                 os.kill(pid, 0)
                 return RunState.RUNNING, f'in progress (run-suite pid {pid})'
-            except ProcessLookupError:
+            except (ProcessLookupError, OverflowError):     # gone, or no pid at all
                 pass
             except PermissionError:
                 return RunState.RUNNING, f'in progress (run-suite pid {pid})'
-        try:
-            with open(marker) as fp:
-                last = [line for line in fp.read().splitlines() if line.strip()]
-        except OSError:
-            last = []
+        last = [line for line in (_marker_text(path) or '').splitlines() if line.strip()]
         # run-suite's last word: 'interrupted: ...' or 'empty: ...' (ReFrame ran 0/0).
         why = next((line for line in reversed(last)
                     if line.startswith(('interrupted', 'empty'))), 'the run did not finish')
@@ -73,8 +75,11 @@ def run_state(path):
     return RunState.COMPLETE, ''
 
 
-def list_runs(base, site=None):
-    '''[(site, run_id, path)] of every run directory, oldest first per site.'''
+def list_runs(base, site=None, refused=None):
+    '''[(site, run_id, path)] of every run directory, oldest first per site. A site or
+    run directory that is a symbolic link leading out of the store is not a run of it
+    (store.confine): it is left out, and added to `refused` (a list, when given) as
+    (site, run_id, path, why).'''
     runs = []
     if not os.path.isdir(base):
         return runs
@@ -82,10 +87,21 @@ def list_runs(base, site=None):
         site_dir = os.path.join(base, s)
         if site and s != site or not os.path.isdir(site_dir):
             continue
+        why = confine.escapes(site_dir, base)
+        if why:
+            if refused is not None:
+                refused.append((s, '', site_dir, why.replace('run directory', 'results store')))
+            continue
         for r in sorted(os.listdir(site_dir)):
             path = os.path.join(site_dir, r)
-            if os.path.isdir(path) and is_run_dir(path):
-                runs.append((s, r, path))
+            if not (os.path.isdir(path) and is_run_dir(path)):
+                continue
+            why = confine.escapes(path, base)
+            if why:
+                if refused is not None:
+                    refused.append((s, r, path, why.replace('run directory', 'results store')))
+                continue
+            runs.append((s, r, path))
     return runs
 
 

@@ -282,12 +282,23 @@ def test_reframe_check_without_a_workload_is_skipped_saying_so(root, tool, fabri
             "local-ib:default") in proc.stdout, proc.stdout
 
 
-@pytest.mark.parametrize('site', ['local-ib', 'local'])
-def test_reframe_check_without_fabric_or_device_is_skipped_saying_so(root, site, tmp_path):
+def test_reframe_makes_no_check_for_a_site_without_infiniband(root, tmp_path):
+    # placement 'infiniband': the local site's partition does not have the feature
+    env = {k: v for k, v in os.environ.items() if not k.startswith(('RFM_', 'COBALT_BENCH_'))}
+    env.update(COBALT_BENCH_RESULTS=str(tmp_path))
+    proc = subprocess.run([*REFRAME, '-C', os.path.join(root, 'site-configs', 'local', 'config.py'),
+                           '-c', os.path.join(root, 'reframe_checks', 'subnet_management.py'),
+                           '-l', '--nocolor'], cwd=str(tmp_path), env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert proc.returncode == 0 and 'Found 0 check(s)' in proc.stdout, proc.stdout
+
+
+def test_reframe_check_without_fabric_or_device_is_skipped_saying_so(root, tmp_path):
     from cobalt_bench.tools import ib_ports
     if ib_ports.ports():
         pytest.skip(f'this machine has InfiniBand ports in {ib_ports.SYSFS}')
-    # local-ib with a state directory where no fabric runs; local has none at all
+    # local-ib (feature infiniband) with a state directory where no fabric runs
+    site = 'local-ib'
     proc, case = reframe_check(root, site, tmp_path, COBALT_IB_DIR=str(tmp_path / 'no-fabric'))
     assert proc.returncode == 0 and case['result'] == 'skip', proc.stdout
     assert (f"no InfiniBand port in /sys/class/infiniband and no simulated fabric in partition "

@@ -9,7 +9,7 @@ import re
 import subprocess
 
 from cobalt_bench.tools import dolphin as dp
-from plugins.checkout import REFRAME
+from plugins.checkout import REFRAME, clean_env
 from plugins.tools import changed
 from plugins.tools import dolphin_recorded as recorded
 
@@ -72,15 +72,28 @@ def test_reframe_skips_without_the_tools(root, tmp_path):
         assert f'no Dolphin PCIe interconnect software on dolphin-example:{part}' in reason
 
 
-def test_reframe_skips_on_the_local_site(root, tmp_path):
-    proc, cases = reframe(root, 'local', tmp_path, fakes=False)
+def test_reframe_makes_no_dolphin_check_for_a_site_without_dolphin(root, tmp_path):
+    # placement 'dolphin': the local site's partition has neither the feature nor nodes
+    proc = subprocess.run(
+        [*REFRAME, '-C', os.path.join(root, 'site-configs', 'local', 'config.py'),
+         '-c', os.path.join(root, 'reframe_checks', 'dolphin.py'), '-l', '--nocolor'],
+        cwd=str(tmp_path), env=clean_env(COBALT_BENCH_RESULTS=str(tmp_path)), text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    assert 'Found 0 check(s)' in proc.stdout and 'Dolphin' not in proc.stdout.split(
+        '[List of matched checks]')[1], proc.stdout
+
+
+def test_reframe_skips_where_the_tools_are_missing(root, tmp_path):
+    proc, cases = reframe(root, 'dolphin-example', tmp_path, fakes=False)
     assert proc.returncode == 0, proc.stdout
     assert {name for name, _ in cases} == set(CHECKS)
     assert all(tc['result'] == 'skip' for tc in cases.values())
     reasons = skip_reasons(proc.stdout)
     assert sorted(reasons) == sorted(cases)
     for (name, _), reason in reasons.items():
-        assert f'Dolphin tool {TOOL_OF[name]} not found (not on PATH' in reason, reason
+        # the example site names where its tools are; none is there on this machine
+        assert f'Dolphin tool {TOOL_OF[name]} not found (/opt/DIS/' in reason, reason
 
 
 def test_reframe_with_recorded_outputs(root, tmp_path, dolphin_fake_tools):

@@ -1,7 +1,8 @@
 """Spack deployment (spack-repo/, site-configs/local/spack.yaml, scripts/spack-offline): a
 real Spack 1.x, offline, installs the `local` site's environment -- cobalt-bench from this
 checkout, perftest and every OSU release the site lists -- from a source mirror, against
-Debian's compiler, MPI, libraries and Python, and generates the Lmod modules a site loads.
+Debian's compiler, MPI, libraries and Python (and ReFrame, an external), and generates
+the Lmod modules a site loads: cobalt-bench's alone gives its OSU, perftest and ReFrame.
 
 The Spack and the install are the session's `spack_site` fixture (tests/plugins/spack.py):
 it uses $SPACK_ROOT, or the Spack that `scripts/spack-offline env` unpacked from
@@ -12,6 +13,7 @@ needs_setup("spack"): without either, they skip, naming `scripts/spack-offline e
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 import tarfile
@@ -99,6 +101,106 @@ def test_module_load_cobalt_bench(spack_site, repo_root):
     assert env.get("COBALT_BENCH_JOBS") == str(share / "jobs")
     assert env.get("COBALT_BENCH_CHECKS") == str(share / "reframe_checks")
     assert env.get("COBALT_BENCH_SITE_CONFIGS") == str(share / "site-configs")
+
+
+def login_shell(script: str, cwd: Path, timeout: float = 120, **env):
+    """Run `script` in a new login shell (bash -l: /etc/profile and Lmod's initialisation)
+    started in `cwd` from a clean environment, as a user who has just logged in, with `env`
+    (MODULEPATH, SLURM_CONF), and a home and TMPDIR of its own beside `cwd` (ReFrame's
+    generic configuration logs to a temporary file)."""
+    home, tmp = cwd.parent / "home", cwd.parent / "tmp"
+    home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    base = {k: os.environ[k] for k in ("USER", "LOGNAME", "LANG") if k in os.environ}
+    return subprocess.run(["bash", "-l", "-c", script], cwd=cwd, text=True,
+                          capture_output=True, timeout=timeout,
+                          env={**base, "HOME": str(home), "TMPDIR": str(tmp),
+                               "PATH": DEBIAN_PATH, **env})
+
+
+def cobalt_bench_prefixes(spack_site) -> dict:
+    """{name: prefix} of the installed cobalt-bench and of its direct dependencies."""
+    out = spack_site.spack("find", "-d", "--format", "{name} {prefix}", "cobalt-bench").stdout
+    return dict(re.findall(r"^(?:    )?(\S+) (/\S*)$", out, re.M))
+
+
+def pinned_reframe() -> str:
+    """The ReFrame release requirements.txt pins (what the suite is tested with)."""
+    text = (REPO_ROOT / "requirements.txt").read_text()
+    return re.search(r"^reframe-hpc==(\S+)", text, re.M).group(1)
+
+
+@needs_spack
+def test_module_gives_the_benchmarks_and_reframe_of_its_dependencies(spack_site, tmp_path):
+    # One install: cobalt-bench's module autoloads its run dependencies, so a user who
+    # loads it alone has what its jobs and checks drive, from those dependencies' installs.
+    prefix = cobalt_bench_prefixes(spack_site)
+    work = tmp_path / "work"
+    work.mkdir()
+    shell = login_shell("""
+        module load cobalt-bench || exit 90
+        which osu_latency ib_write_bw reframe || exit 91
+        reframe --version || exit 92
+        # reframe's own interpreter imports the ReFrame and the cobalt_bench it runs with.
+        "$(sed -n '1s/^#!//p' "$(command -v reframe)")" -c \
+            'import reframe, cobalt_bench; print(reframe.__file__, cobalt_bench.__file__)'
+    """, work, MODULEPATH=str(spack_site.lmod_core))
+    out = shell.stdout + shell.stderr
+    assert shell.returncode == 0, out
+    which = shell.stdout.split()
+    osu = prefix["osu-micro-benchmarks"]
+    assert which[:3] == [f"{osu}/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency",
+                         f"{prefix['perftest']}/bin/ib_write_bw",
+                         f"{prefix['reframe']}/bin/reframe"], out
+    # The ReFrame the suite is tested with, declared as the external it is.
+    assert which[3] == pinned_reframe(), out
+    assert re.search(rf"^\[e\].*\^reframe@{re.escape(pinned_reframe())}\b", spack_site.specs,
+                     re.M), spack_site.specs
+    assert which[4].startswith(prefix["reframe"] + "/"), out
+    assert which[5].startswith(prefix["cobalt-bench"] + "/"), out
+
+
+def _plain(text: str) -> str:
+    """ReFrame's output without its colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+@needs_spack
+def test_design_card_commands(spack_site, slurm_cluster, tmp_path):
+    # What a user is told to type after the one install, exactly, in a fresh login in an
+    # empty directory: load the module, run the checks under ReFrame's own configuration
+    # (no site configuration: RFM_CONFIG_FILES unset), submit the OSU latency job to the
+    # local Slurm cluster. OSU comes from cobalt-bench's dependency alone.
+    prefix = cobalt_bench_prefixes(spack_site)
+    work = tmp_path / "work"
+    work.mkdir()
+    shell = login_shell("""
+        unset RFM_CONFIG_FILES
+        module load cobalt-bench
+        reframe -c $COBALT_BENCH_CHECKS -r
+        echo "reframe exit status $?"
+        sbatch $COBALT_BENCH_JOBS/osu_latency.slurm
+    """, work, timeout=900, MODULEPATH=str(spack_site.lmod_core),
+        SLURM_CONF=slurm_cluster.env["SLURM_CONF"])
+    out = _plain(shell.stdout + shell.stderr)
+    submitted = re.search(r"^Submitted batch job (\d+)$", shell.stdout, re.M)
+    assert submitted, out
+    jobid = submitted.group(1)
+    state = finished_job(jobid, slurm_cluster.env, timeout=300)
+    log = work / f"osu_latency-{jobid}.out"
+    text = log.read_text() if log.is_file() else f"(no {log})"
+    assert state == ("COMPLETED", "0:0"), text
+    osu = f"{prefix['osu-micro-benchmarks']}/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
+    assert f"running: srun {osu}" in text, text
+    assert (work / "results" / "slurm" / f"osu_latency-{jobid}.txt").is_file()
+
+    # The checks that fit this machine ran under ReFrame's generic system and passed.
+    assert "reframe exit status 0" in out, out
+    for check in ("MemTest", "Preflight"):
+        assert re.search(rf"^\[\s+OK\s+\] \(\d+/\d+\) {check} ", out, re.M), out
+    assert not re.search(r"^\[\s+FAIL\s+\]", out, re.M), out
+    assert re.search(r"^\[\s+PASSED\s+\] Ran (\d+)/\1 test case\(s\) .*\(0 failure\(s\)",
+                     out, re.M), out
 
 
 @needs_spack
@@ -229,7 +331,10 @@ def test_release_installs_outside_an_environment(spack_site, tmp_path):
         {"config": {"install_tree": {"root": str(tmp_path / "opt")},
                     "source_cache": str(tmp_path / "source-cache")}}))
     # ~plots: matplotlib is no Debian external here and the mirror has no sources for it.
-    out = run("-C", str(scope), "install", "cobalt-bench~plots")
+    # ~osu~perftest~reframe: this test is about the release's own tarball; building OSU and
+    # perftest again into its install tree would cost minutes, and ReFrame is an external
+    # of the `local` environment only, not of the site scope this install sees.
+    out = run("-C", str(scope), "install", "cobalt-bench~plots~osu~perftest~reframe")
     assert f"Fetching file://{archive}" in out, out[-4000:]
     found = run("-C", str(scope), "find", "--format", "{name}@{version}", "cobalt-bench")
     assert found.split() == [f"cobalt-bench@{version}"], found

@@ -146,7 +146,7 @@ def test_slurm_job_and_reframe_give_the_same_verdict(repo_root, tmp_path, slurm_
     assert json.loads(doc2.read_text())['compliance']['passed'] is True
     # The report of the job documents reads the judgements and says the same.
     rep = subprocess.run([COBALT_BENCH, 'report', str(tmp_path / 'results' / 'slurm'),
-                          '--format', 'md'], env=job_env(os.environ, COBALT_BENCH_ROOT=ROOT),
+                          '--site', str(site), '--format', 'md'], env=job_env(os.environ, COBALT_BENCH_ROOT=ROOT),
                          text=True, capture_output=True, timeout=120)
     assert rep.returncode == 1, rep.stdout + rep.stderr
     md = (tmp_path / 'results' / 'slurm' / 'report' / 'report.md').read_text()

@@ -24,12 +24,16 @@ CHECKS = os.path.join(ROOT, 'reframe_checks')
 
 # ---- the table ------------------------------------------------------------------------
 
+def ours(**settings_):
+    """A partition's extras with cobalt-bench's settings in their namespace."""
+    return {'cobalt_bench': settings_}
+
+
 def test_unknown_key_is_rejected_naming_partition_key_and_the_allowed_keys():
     with pytest.raises(ConfigError) as err:
-        settings.check_extras({'mem_test_opts': '', 'mem_tset_opts': '-s 1'}, 'site:part')
+        settings.check_extras(ours(mem_test_opts='', mem_tset_opts='-s 1'), 'site:part')
     msg = str(err.value)
-    assert "partition 'site:part'" in msg
-    assert "unknown key 'mem_tset_opts'" in msg
+    assert "partition 'site:part': extras['cobalt_bench']: unknown key 'mem_tset_opts'" in msg
     assert "did you mean 'mem_test_opts'?" in msg
     for key in ('mem_test_opts', 'osu_collective_tasks', 'eth_test_interfaces', 'dolphin'):
         assert key in msg
@@ -47,36 +51,64 @@ def test_unknown_key_is_rejected_naming_partition_key_and_the_allowed_keys():
 ])
 def test_wrongly_typed_value_is_rejected_naming_key_and_type(key, value, expected):
     with pytest.raises(ConfigError) as err:
-        settings.check_extras({key: value}, 'site:part')
+        settings.check_extras(ours(**{key: value}), 'site:part')
     msg = str(err.value)
-    assert f"partition 'site:part': extras[{key!r}] must be {expected}, not " in msg
+    assert (f"partition 'site:part': extras['cobalt_bench'][{key!r}] must be {expected}, "
+            "not ") in msg
     assert repr(value) in msg
 
 
 def test_dolphin_keys_are_checked_too():
     good = {'nodes': {'a': 4, 'b': 8}, 'pair': ['a', 'b'], 'run_on': '',
             'tools': {'scipp': '/opt/DIS/bin/scipp'}, 'server_start_s': 2.5}
-    settings.check_extras({'dolphin': good}, 'site:part')
-    with pytest.raises(ConfigError, match=r"extras\['dolphin'\]: unknown key 'node' "
-                                          r"\(did you mean 'nodes'\?\)"):
-        settings.check_extras({'dolphin': {'node': {'a': 4}}}, 'site:part')
-    with pytest.raises(ConfigError, match=r"extras\['dolphin'\]\['nodes'\] must be "
+    settings.check_extras(ours(dolphin=good), 'site:part')
+    with pytest.raises(ConfigError, match=r"extras\['cobalt_bench'\]\['dolphin'\]: unknown key "
+                                          r"'node' \(did you mean 'nodes'\?\)"):
+        settings.check_extras(ours(dolphin={'node': {'a': 4}}), 'site:part')
+    with pytest.raises(ConfigError, match=r"\['dolphin'\]\['nodes'\] must be "
                                           r"Dict\[str,int\], not dict \{'a': '4'\}"):
-        settings.check_extras({'dolphin': {'nodes': {'a': '4'}}}, 'site:part')
+        settings.check_extras(ours(dolphin={'nodes': {'a': '4'}}), 'site:part')
 
 
 def test_valid_extras_pass_and_absent_keys_take_their_default():
-    settings.check_extras({'mem_test_opts': '--stations 1', 'osu_sizes': None,
-                           'osu_collective_tasks': 4, 'ib_ports': ['mlx5_0:1'],
+    settings.check_extras({**ours(mem_test_opts='--stations 1', osu_sizes=None,
+                                  osu_collective_tasks=4, ib_ports=['mlx5_0:1']),
                            # ReFrame adds these two to every partition itself
                            'scheduler': 'local', 'launcher': 'local'}, 'site:part')
     assert settings.value({}, 'linktest_opts') == '-w 2 -n 4 -s 16777216'
     assert settings.value({}, 'osu_collective_tasks') == 4
-    assert settings.value({'osu_collective_tasks': 2}, 'osu_collective_tasks') == 2
+    assert settings.value(ours(osu_collective_tasks=2), 'osu_collective_tasks') == 2
     assert settings.value({}, 'dolphin')['run_on'] == 'ssh -o BatchMode=yes {host}'
-    assert settings.value({'dolphin': {'run_on': ''}}, 'dolphin')['run_on'] == ''
+    assert settings.value(ours(dolphin={'run_on': ''}), 'dolphin')['run_on'] == ''
     for s in settings.SETTINGS.values():
         assert s.doc and (s.default is None or s.accepts(s.default)), s.name
+
+
+def test_other_suites_keys_are_left_alone():
+    # EESSI-style extras beside cobalt-bench's namespace, and a namespace-less partition
+    foreign = {'mem_per_node': 512, 'gpu_vendor': 'nvidia', 'mem_tset_opts': 3}
+    settings.check_extras({**foreign, **ours(mem_test_opts='-d 1')}, 'site:part')
+    settings.check_extras(foreign, 'site:part')
+    assert settings.value(foreign, 'mem_test_opts') == settings.SETTINGS['mem_test_opts'].default
+    assert settings.deprecated_keys(foreign) == []
+
+
+def test_flat_keys_still_work_typed_and_are_named_deprecated():
+    flat = {'osu_collective_tasks': 2, 'mem_per_node': 512}
+    settings.check_extras(flat, 'site:part')
+    assert settings.value(flat, 'osu_collective_tasks') == 2
+    assert settings.deprecated_keys(flat) == ['osu_collective_tasks']
+    with pytest.raises(ConfigError, match=r"extras\['osu_collective_tasks'\] must be int"):
+        settings.check_extras({'osu_collective_tasks': '2'}, 'site:part')
+    # both places: which one counts would be a guess
+    with pytest.raises(ConfigError, match=r"both set it"):
+        settings.check_extras({'osu_collective_tasks': 2, **ours(osu_collective_tasks=4)},
+                              'site:part')
+
+
+def test_a_namespace_that_is_not_a_mapping_is_an_error():
+    with pytest.raises(ConfigError, match=r"extras\['cobalt_bench'\] must be a dict"):
+        settings.check_extras({'cobalt_bench': ['mem_test_opts']}, 'site:part')
 
 
 # ---- through ReFrame --------------------------------------------------------------------
@@ -89,7 +121,8 @@ site_configuration = {{
         'prefix': SITE.prefix,
         'partitions': [
             {{'name': 'good', 'scheduler': 'local', 'launcher': 'local',
-              'environs': ['builtin'], 'extras': {{'mem_test_opts': '--duration 1'}}}},
+              'environs': ['builtin'],
+              'extras': {{'cobalt_bench': {{'mem_test_opts': '--duration 1'}}}}}},
             {{'name': 'typo', 'scheduler': 'local', 'launcher': 'local',
               'environs': ['builtin'], 'extras': {extras!r}}},
         ],
@@ -112,28 +145,30 @@ def reframe(tmp_path, extras, checks, *options):
 
 
 def test_reframe_reports_an_unknown_key_and_generates_no_check(tmp_path):
-    proc = reframe(tmp_path, {'mem_tset_opts': '--duration 1'},
+    proc = reframe(tmp_path, ours(mem_tset_opts='--duration 1'),
                    os.path.join(CHECKS, 'memory.py'), '-l')
     out = proc.stdout
-    assert ("skipping test 'MemTest': config error: partition 'settings:typo': extras: "
-            "unknown key 'mem_tset_opts' (did you mean 'mem_test_opts'?)") in out, out
+    assert ("skipping test 'MemTest': config error: partition 'settings:typo': "
+            "extras['cobalt_bench']: unknown key 'mem_tset_opts' (did you mean "
+            "'mem_test_opts'?)") in out, out
     assert 'Found 0 check(s)' in out, out
     # the same configuration without the typo generates it
-    proc = reframe(tmp_path, {'mem_test_opts': '--duration 1'},
+    proc = reframe(tmp_path, ours(mem_test_opts='--duration 1'),
                    os.path.join(CHECKS, 'memory.py'), '-l')
     assert '- MemTest /' in proc.stdout and 'config error' not in proc.stdout, proc.stdout
 
 
 def test_reframe_reports_a_wrongly_typed_value_for_every_family(tmp_path):
-    proc = reframe(tmp_path, {'osu_collective_tasks': '4'}, CHECKS, '-l')
+    proc = reframe(tmp_path, ours(osu_collective_tasks='4'), CHECKS, '-l')
     out = proc.stdout
     for check in ('MemTest', 'OsuCollective', 'IbWriteBw', 'DolphinStatic', 'Preflight'):
         assert (f"skipping test '{check}': config error: partition 'settings:typo': "
-                "extras['osu_collective_tasks'] must be int, not str '4'") in out, out
+                "extras['cobalt_bench']['osu_collective_tasks'] must be int, not str '4'"
+                ) in out, out
     # EthTest's parameters come from the settings: its file is not loaded
     assert re.search(r"skipping test file '\S*reframe_checks/network\.py': config error: "
-                     r"partition 'settings:typo': extras\['osu_collective_tasks'\] must be "
-                     r"int", out), out
+                     r"partition 'settings:typo': extras\['cobalt_bench'\]"
+                     r"\['osu_collective_tasks'\] must be int", out), out
     assert 'Found 0 check(s)' in out, out
 
 
@@ -187,7 +222,7 @@ def test_checks_read_extras_only_through_the_settings_table():
     for path in sources:
         with open(path) as fp:
             code = '\n'.join(line for line in fp if not line.lstrip().startswith('#'))
-        if not path.endswith('settings.py'):
+        if not path.endswith('settings.py'):    # the table reads them for all
             assert '.extras' not in code, f'{path} reads extras around the settings table'
         read.update(re.findall(r"site_setting\('(\w+)'\)", code))
         read.update(re.findall(r"values_of_partitions\('(\w+)'\)", code))

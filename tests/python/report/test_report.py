@@ -171,7 +171,12 @@ def test_failing_reference_shows_fail_with_bounds(repo_root, tmp_path):
                           stderr=subprocess.STDOUT, timeout=600)
     assert proc.returncode == 1, proc.stdout
     run_dir = tmp_path / 'local' / 'failing'
-    rep = cobalt_bench('report', run_dir)
+    # Without --site the run is judged by the installed `local`: the copy report.json
+    # names is named, never executed (issue 27).
+    rep = cobalt_bench('report', run_dir, '-o', tmp_path / 'by-installed')
+    assert (f'the run was made with site configuration {sites / "local" / "config.py"}; '
+            f'judged by {repo_root / "site-configs" / "local"}') in rep.stdout, rep.stdout
+    rep = cobalt_bench('report', run_dir, '--site', sites / 'local')
     # A demonstration site (a copy of `local`): the verdict stays DEMONSTRATION, says that a
     # check failed its references, and exits 1.
     assert rep.returncode == 1
@@ -477,8 +482,8 @@ def test_partial_run_from_perflogs(local_run, tmp_path):
 
 def test_skip_reason_from_reframes_log(local_run, tmp_path):
     # ReFrame's run report does not keep why a check was skipped; its log (saved in
-    # output/) does, in this form.
-    run = shutil.copytree(local_run, tmp_path / 'run')
+    # output/) does, in this form. (Under local/: judged by the installed site `local`.)
+    run = shutil.copytree(local_run, tmp_path / 'local' / 'run')
 
     def add_skip(testcases):
         tc = copy.deepcopy(testcases[0])
@@ -557,7 +562,8 @@ def test_installed_tree(repo_root, tmp_path, local_run, request):
                           os.path.join(ROOT, 'tests', 'data', 'sysfs', 'compliant')],
                          text=True, capture_output=True, env=env, timeout=60)
     assert pre.returncode == 0, pre.stderr
-    run = shutil.copytree(local_run, tmp_path / 'run')
+    # A run of the site `local`: judged by the installed tree's site-configs/local.
+    run = shutil.copytree(local_run, tmp_path / 'local' / 'run')
     rep = subprocess.run([installed, 'report', str(run), '-o', str(tmp_path / 'rep')],
                          text=True, capture_output=True, env=env, timeout=120)
     assert rep.returncode == 0, rep.stderr

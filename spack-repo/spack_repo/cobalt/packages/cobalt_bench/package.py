@@ -6,7 +6,10 @@
 # python, py-pip and py-setuptools) with its console scripts linked into bin/
 # (cobalt-bench, cb-linktest-report), modulefiles/cobalt-bench/,
 # share/cobalt-bench/{jobs,reframe_checks,site-configs}. The variants decide which of the
-# optional kernels the Makefile builds, through its WITH_<PART>=yes|no switches.
+# optional kernels the Makefile builds, through its WITH_<PART>=yes|no switches, and which
+# of the programs the jobs and checks drive come with it as run dependencies (+osu,
+# +perftest, +reframe): Spack's module of cobalt-bench, autoloading its direct dependencies
+# (modules: autoload: direct), then puts osu_latency, ib_write_bw and reframe on PATH.
 
 import json
 import os
@@ -91,7 +94,7 @@ class CobaltBench(MakefilePackage, CudaPackage):
     # no matplotlib to reuse); without, every other command works.
     variant("plots", default=True,
             description="numpy and matplotlib, for the plots of report and linktest-report")
-    depends_on("python@3.9:", type=("build", "run"))
+    depends_on("python@3.10:", type=("build", "run"))  # ReFrame 4.10.4 and pyproject
     depends_on("py-pip", type="build")
     depends_on("py-setuptools@64:", type="build")
     depends_on("py-pyyaml", type="run")
@@ -101,6 +104,24 @@ class CobaltBench(MakefilePackage, CudaPackage):
     depends_on("hwloc@2:")
     depends_on("mpi", when="+mpi")
     depends_on("rdma-core", when="+ibumad")
+
+    # The third-party benchmarks the jobs and checks drive, so that one install gives all
+    # of them. Run dependencies only: nothing here links them; the jobs and checks find
+    # them on PATH, where their modules put them (osu-micro-benchmarks' puts its
+    # libexec/osu-micro-benchmarks/mpi/* directories there). OSU is built with the MPI
+    # cobalt-bench links (one MPI per DAG), so it exists only with +mpi.
+    variant("osu", default=True, when="+mpi",
+            description="The OSU micro-benchmarks, for the OSU jobs and checks")
+    variant("perftest", default=True,
+            description="perftest (ib_write_bw), for the InfiniBand bandwidth check")
+    depends_on("osu-micro-benchmarks", type="run", when="+osu")
+    depends_on("perftest", type="run", when="+perftest")
+    # ReFrame runs the checks (reframe_checks/ and the site configs import cobalt_bench,
+    # which this package's PYTHONPATH gives them); cobalt_bench.reframe supports 4.5 to
+    # 4.10. Spack's `reframe` stops at 4.7.3: the release requirements.txt pins (4.10.4)
+    # is declared external (site-configs/local/spack.yaml says how).
+    variant("reframe", default=True, description="ReFrame, which runs the checks")
+    depends_on("reframe@4.5:", type="run", when="+reframe")
 
     conflicts("platform=darwin", msg="cobalt-bench binds threads and memory with Linux NUMA")
 

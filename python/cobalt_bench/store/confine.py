@@ -1,0 +1,67 @@
+'''What the report reads of a run stays in the run: the one rule for every path read from
+a run's files (report.json's outputdir, stagedir and job_stdout, a document's file names)
+and for every file found in the run's directories.
+
+A results store may be shared: whoever can write into it can write a report.json that
+names /etc, a `..` path or a symlink to another user's files. A path is refused when it
+has a `..` component, when it resolves (symlinks followed) outside the run directory, or
+when what it names is not a regular file (a pipe would block the reader, a device never
+end). A refused path is never opened; the reader records it as damage, named, so the
+report says what it did not read and why.
+'''
+
+import os
+import stat
+
+REFUSED = 'refused'
+
+
+def run_root(path):
+    '''The directory a run's paths must stay in: the run directory, or the directory of
+    a run that is one document.'''
+    return path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+
+
+def _inside(real, root):
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def escapes(path, root):
+    '''Why `path` leaves the run directory `root` ('' when it stays in it): a `..`
+    component, or a real location (symlinks followed) outside the run.'''
+    if '..' in str(path).split(os.sep):
+        return f'{REFUSED}: the path has a ".." component (outside the run directory)'
+    full = os.path.join(root, path)
+    if _inside(os.path.realpath(full), os.path.realpath(root)):
+        return ''
+    # Outside: named as a path elsewhere, or as a link from inside leading out.
+    if _inside(os.path.abspath(full), os.path.abspath(root)):
+        return f'{REFUSED}: a symbolic link leading outside the run directory'
+    return f'{REFUSED}: outside the run directory'
+
+
+def file_problem(path, root):
+    '''Why the file `path` of a run is not read ('' when it may be): it leaves the run,
+    or it is not a regular file.'''
+    why = escapes(path, root)
+    if why:
+        return why
+    try:
+        mode = os.stat(os.path.join(root, path)).st_mode
+    except OSError:
+        return ''           # absent or unreadable: the reader says which
+    if not stat.S_ISREG(mode):
+        return f'{REFUSED}: not a regular file'
+    return ''
+
+
+def read_text(path, root, limit=1 << 20):
+    '''At most `limit` characters of a small text file of the run (a job script, a
+    marker, a log); None when it is refused, absent or unreadable.'''
+    if file_problem(path, root):
+        return None
+    try:
+        with open(os.path.join(root, path), errors='replace') as fp:
+            return fp.read(limit)
+    except OSError:
+        return None
