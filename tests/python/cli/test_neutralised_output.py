@@ -14,7 +14,6 @@ import shutil
 
 import pytest
 
-from cobalt_bench import cli
 from plugins.checkout import DATA, ROOT, cobalt_cli
 
 STORE_DATA = DATA / 'store'

@@ -21,7 +21,6 @@ import shutil
 
 import pytest
 
-from cobalt_bench import cli
 from cobalt_bench.store import reader
 from plugins.checkout import DATA, ROOT, cobalt_cli
 
