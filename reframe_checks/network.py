@@ -21,7 +21,7 @@
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
-from cobalt_bench.reframe import KernelJsonTest, shell_words, values_of_partitions
+from cobalt_bench.reframe import KernelJsonTest, shell_arg, shell_words, values_of_partitions
 
 NO_INTERFACE = ''    # the run of a partition that lists no interface
 
@@ -60,7 +60,7 @@ class EthTest(KernelJsonTest):
                      f"test in extras['cobalt_bench']['eth_test_interfaces']")
         # The receiver (the executable) says where it listens; the sender waits for that
         # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
-        self.executable_opts = ['-I', self.interface, '--ready-file', 'ready',
+        self.executable_opts = ['-I', shell_arg(self.interface), '--ready-file', 'ready',
                                 *self.executable_opts]
         sender = self.site_setting('eth_test_sender')
         send_opts = shell_words(self.site_setting('eth_test_send_opts'))

@@ -163,6 +163,9 @@ def judge_doc_case(case, site, partition):
     j.refs = site.references.lookup(check, partition)
     if case.result is Result.DAMAGED:
         return case, j
+    stopped = sanity.interrupted_reason(case.docs[0])
+    if stopped:     # never a pass, judged or not: the run did not finish
+        return replace(case, result=Result.ABORT, fail_phase='run', fail_reason=stopped), j
     if not j.refs:
         return replace(case, result=Result.UNJUDGED, fail_phase='',
                        fail_reason=no_reference(check, partition, site)), j

@@ -30,10 +30,23 @@ def did_not_run(phase, reason):
     return phase == 'sanity' and bool(_NOT_RUN_RE.search(reason or ''))
 
 
+def interrupted_reason(doc):
+    '''Why a kernel's document is no complete run ('' when it is one): the kernel contract
+    marks a run stopped by a signal (scancel, a time limit, Ctrl-C) `"interrupted": true`,
+    and an interrupted run is never compliant, whatever its figures say.'''
+    if doc.get('interrupted') is True or doc.get('interrupted') not in (None, False):
+        return (f"{doc.get('test', 'the kernel')} was interrupted (stopped by a signal "
+                'before its planned end: cancelled, time limit or Ctrl-C); its figures cover '
+                'only part of the run')
+    return ''
+
+
 def document_problems(doc, kernel, metric_units):
     '''What makes `doc` no result of `kernel` with `metric_units` ({metric: unit}): a list
-    of ReFrame sanity messages, empty when it is one.'''
+    of ReFrame sanity messages, empty when it is one (an interrupted run is not one).'''
     problems = []
+    if interrupted_reason(doc):
+        problems.append(interrupted_reason(doc))
     if doc.get('test') != kernel:
         problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
     metrics = doc.get('metrics', {})

@@ -107,6 +107,8 @@ class Verdict:
     def headline(self):
         if self.state == DEMONSTRATION:
             tail = ('checks that ran failed their references' if self.checks_failed else
+                    'the run is incomplete: a check did not finish or cannot be read'
+                    if self.run_incomplete else
                     'the checks that ran passed the demonstration references')
             return f'{DEMONSTRATION} (not a compliance verdict; {tail})'
         return self.state

@@ -25,7 +25,8 @@ from .dolphin import DolphinAllNodes, DolphinPair, DolphinTest
 from .infiniband import IbWriteBwTest
 from .kernel import KernelJsonTest
 from .osu import OsuBenchmark
-from .settings import SETTINGS, Setting, SiteSettings, shell_words, values_of_partitions
+from .settings import (SETTINGS, Setting, SiteSettings, shell_arg, shell_args, shell_words,
+                       values_of_partitions)
 from .site import Site
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     'Setting',
     'Site',
     'SiteSettings',
+    'shell_arg',
+    'shell_args',
     'shell_words',
     'values_of_partitions',
 ]

@@ -27,7 +27,6 @@ document must carry (`metric_units`); it sets any of them only where it differs.
 import json
 import os
 import platform
-import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -37,7 +36,7 @@ from reframe.core.exceptions import SanityError
 from .. import kernels, paths
 from ..judging import sanity
 from . import compat
-from .settings import SETTINGS, SiteSettings
+from .settings import SETTINGS, SiteSettings, shell_args
 
 __all__ = ['KernelJsonTest']
 
@@ -110,7 +109,8 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         if opts is None:
             opts = self.site_setting(self.opts_extra)
 
-        self.executable_opts = shlex.split(opts) + ['--json', self.json_file]
+        # Quoted word by word: a site's options are arguments, never shell.
+        self.executable_opts = shell_args(opts) + ['--json', self.json_file]
 
     @run_after('setup')
     def python_for_the_node(self):

@@ -17,7 +17,6 @@ bandwidth (MB/s, 10^6 B/s as OSU counts) and message_rate (messages/s, osu_mbw_m
 '''
 
 import os
-import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -26,7 +25,7 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 
 from ..tools import osu, osu_install
-from .settings import SiteSettings
+from .settings import SiteSettings, shell_args
 
 __all__ = ['OsuBenchmark']
 
@@ -76,7 +75,7 @@ class OsuBenchmark(rfm.RunOnlyRegressionTest, SiteSettings):
         if opts is None:
             opts = self.site_setting('osu_opts')
 
-        self.executable_opts = shlex.split(opts)
+        self.executable_opts = shell_args(opts)    # arguments, never shell
         self.job.launcher.options = self.site_setting('mpi_launcher_options')
         self.env_vars.update(self.site_setting('osu_env_vars'))
 

@@ -22,6 +22,7 @@ prints the table.
 '''
 
 import difflib
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from . import placement
 from .references import SiteReferences
 
 __all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
-           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'shell_words',
+           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'shell_arg', 'shell_args', 'shell_words',
            'site_extras',
            'value', 'values_of_partitions']
 
@@ -219,6 +220,32 @@ def value(extras, name):
 def partition_value(part, name):
     '''The setting `name` of a ReFrame partition.'''
     return value(part.extras, name)
+
+
+_VARIABLE = re.compile(r'\$(\w+|\{\w+\})')
+
+
+def _double_quoted(text):
+    return re.sub(r'([\\"`$])', r'\\\1', text)
+
+
+def shell_arg(word):
+    '''One word of a site's options, quoted for the job script: the shell runs nothing in
+    it (`$(...)`, backticks, `;`, `|`, newlines stay text); only `$NAME` and `${NAME}` still
+    expand, so that options may name the job's environment (local-ib's $COBALT_IB_LIDS).'''
+    if re.fullmatch(r'[\w@%+=:,./-]+', word):
+        return word     # nothing the shell would read: as it is, for a readable command
+    out, pos = [], 0
+    for m in _VARIABLE.finditer(word):
+        out += [_double_quoted(word[pos:m.start()]), m.group(0)]
+        pos = m.end()
+    out.append(_double_quoted(word[pos:]))
+    return '"' + ''.join(out) + '"'
+
+
+def shell_args(opts):
+    '''An options setting (a string, split like a shell) as quoted words (shell_arg).'''
+    return [shell_arg(w) for w in shlex.split(opts)]
 
 
 def shell_words(opts):

@@ -169,3 +169,20 @@ def test_a_check_without_reference_runs_and_is_reported_unjudged(tmp_path):
     assert verdict['state'] == 'INCOMPLETE'
     assert [u for u in verdict['unjudged'] if u.startswith('Preflight on local:default')]
     assert 'unjudged' in (run / 'report' / 'report.md').read_text()
+
+
+# ---- a site's options are arguments, never shell ------------------------------------------
+
+@pytest.mark.parametrize('opts', ['--duration 1 $(touch {mark})', '--duration 1;touch {mark}',
+                                  '--duration 1 `touch {mark}`'])
+def test_options_from_the_extras_run_no_shell(opts, tmp_path):
+    mark = tmp_path / 'ran'
+    config = tmp_path / 'config.py'
+    config.write_text(OTHER_SUITE.read_text().replace(
+        "'--stations 1 --desired-rate 1 --duration 1'", repr(opts.format(mark=mark))))
+    proc = reframe('-C', str(config), '-c', os.path.join(CHECKS, 'memory.py'), '-r',
+                   '--system', 'hpc:cpu', cwd=tmp_path)
+    assert not mark.exists(), f'the job shell ran a command from the extras:\n{proc.stdout}'
+    # mem-test got the words as they are, and refused them: a usage error, never a pass
+    assert proc.returncode != 0 and 'mem-test did not run: exit code 2' in proc.stdout, \
+        proc.stdout

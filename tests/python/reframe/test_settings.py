@@ -228,3 +228,27 @@ def test_checks_read_extras_only_through_the_settings_table():
         read.update(re.findall(r"values_of_partitions\('(\w+)'\)", code))
     assert read, 'no check reads a site setting?'
     assert read <= set(settings.SETTINGS), read - set(settings.SETTINGS)
+
+
+# ---- options are arguments, never shell ------------------------------------------------
+
+HOSTILE = ['$(touch {mark})', 'a;touch {mark}', '`touch {mark}`', 'x|touch {mark}',
+           'a\ntouch {mark}', "it's", 'q"uote\\d', '&& touch {mark}', '$((1+1))']
+
+
+@pytest.mark.parametrize('word', HOSTILE)
+def test_an_option_word_reaches_the_program_as_it_is(word, tmp_path):
+    mark = tmp_path / 'ran'
+    word = word.format(mark=mark)
+    proc = subprocess.run(['bash', '-c', 'printf "%s\\0" ' + settings.shell_arg(word)],
+                          text=True, capture_output=True, timeout=30)
+    assert proc.stdout == word + '\0' and not mark.exists()
+
+
+def test_the_jobs_environment_still_expands_in_options():
+    opts = '-L $LIDS --name ${NAME}x $(id)'
+    words = ' '.join(settings.shell_args(opts))
+    proc = subprocess.run(['bash', '-c', f'printf "%s\\n" {words}'], text=True,
+                          capture_output=True, timeout=30,
+                          env={'LIDS': '1,2', 'NAME': 'n', 'PATH': os.environ['PATH']})
+    assert proc.stdout.splitlines() == ['-L', '1,2', '--name', 'nx', '$(id)']
