@@ -28,6 +28,14 @@
 #   4. jobs/ in the submission directory ($SLURM_SUBMIT_DIR, else the current one).
 # None: the job fails with exit code 3 and says so. jobs/README.md explains this to users.
 
+#
+# Time limit. #SBATCH lines cannot be sourced, so every kernel's script (mem-test, gpu-copy,
+# eth-test, cb-linktest, smp-mad-stress) carries `#SBATCH --signal=TERM@30` itself: SIGTERM
+# to the job's steps only, 30 to 60 s before the limit, so that the kernel writes its
+# document marked "interrupted" and the script ends on its own. At the limit Slurm signals
+# the batch shell and srun as well, and srun on SIGTERM kills its step at once: the
+# document was lost. See jobs/README.md and docs/kernel-contract.md (Interrupted).
+
 CB_JOBS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # The ARM partition's limits, as the OSU document's ARM cluster and the site configs' arm

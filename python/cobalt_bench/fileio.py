@@ -6,11 +6,26 @@ import os
 import tempfile
 
 
+def umask():
+    '''The process's umask, read without changing it where Linux says it
+    (/proc/self/status), else set and restored at once.'''
+    try:
+        with open('/proc/self/status') as fp:
+            for line in fp:
+                if line.startswith('Umask:'):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode='wb', prefix='.tmp-', sync=False):
     '''A file object for a temporary file beside `path` (same directory, so the rename
-    stays on one file system); when the block ends normally the file (mode 0644) replaces
-    `path`, on any exception it is removed and the exception goes on. `sync`: flushed to
+    stays on one file system); when the block ends normally the file (mode 0666 less the
+    umask, as open() would create it) replaces `path`, on any exception it is removed and the exception goes on. `sync`: flushed to
     disk before the rename (result documents that must survive a crash).'''
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix,
@@ -21,7 +36,7 @@ def atomic_file(path, mode='wb', prefix='.tmp-', sync=False):
             if sync:
                 fp.flush()
                 os.fsync(fp.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -216,7 +216,11 @@ int cb_json_write(const cb_json *j, const char *path)
         }
         off += (size_t)w;
     }
-    int ok = off == j->len && fchmod(fd, 0644) == 0 && fsync(fd) == 0;
+    /* mkstemp makes it 0600: the document gets the mode open() would give it, 0666
+     * less the umask (read by setting it back at once). */
+    mode_t mask = umask(0);
+    umask(mask);
+    int ok = off == j->len && fchmod(fd, 0666 & ~mask) == 0 && fsync(fd) == 0;
     int saved = errno;
     if (close(fd) != 0)
         ok = 0;

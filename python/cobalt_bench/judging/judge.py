@@ -186,9 +186,13 @@ def judge_doc_case(case, site, partition):
 
 def unjudged(case, reason):
     '''A job document's case that nothing of a site judges (the kernel's own verdict is no
-    judgement of the site's: shown apart by the report, never as the case's result).'''
+    judgement of the site's: shown apart by the report, never as the case's result). An
+    interrupted run is no unjudged one: it stopped, whatever judges it (issue 27).'''
     if case.result is Result.DAMAGED:
         return case
+    stopped = sanity.interrupted_reason(case.docs[0]) if case.docs else ''
+    if stopped:
+        return replace(case, result=Result.ABORT, fail_phase='run', fail_reason=stopped)
     return replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=reason)
 
 

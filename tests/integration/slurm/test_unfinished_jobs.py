@@ -1,0 +1,140 @@
+'''A run that did not finish is never a pass (issue 27), with real Slurm: a job that reaches
+its time limit or is cancelled keeps the kernel's partial document, marked
+`"interrupted": true`, and neither the report of the job documents nor ReFrame passes it.
+
+The job scripts ask Slurm for SIGTERM to their steps 30 s before the time limit
+(`#SBATCH --signal=TERM@30`): at the limit itself Slurm signals srun too, which then
+kills the step at once, and the document was lost (TIMEOUT, no JSON). Slurm's --time is
+in minutes, and slurmctld sends that signal on its first check (every 30 s) within 60 s of
+the limit: with --time=1 that may be before the step has started, so the time-limit test
+asks for 2 minutes and takes 60 to 90 s.'''
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
+from plugins.slurm import finished_job, sbatch
+
+COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
+# Far longer than any test waits: only a signal ends it.
+LONG = '--stations 1 --desired-rate 1 --duration 300'
+
+
+@pytest.fixture(scope='module')
+def job_script():
+    assert os.access(os.path.join(ROOT, 'bin', 'mem-test'), os.X_OK), 'run make first'
+    return os.path.join(ROOT, 'jobs', 'mem-test.slurm')
+
+
+def job_env(base, **extra):
+    return clean_env(base, drop=('MEM_TEST_', *JOB_STATE), **extra)
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.5)
+    pytest.fail(f'{what}: not within {timeout} s')
+
+
+def assert_kept_and_refused(jobid, tmp_path, env):
+    '''The job's document is kept, marked interrupted, and the report of the job documents
+    names the interruption and does not pass it.'''
+    log = (tmp_path / f'mem-test-{jobid}.out').read_text()
+    path = tmp_path / 'results' / 'slurm' / f'mem-test-{jobid}.json'
+    assert path.is_file(), f'no document {path}; job log:\n{log}'
+    doc = json.loads(path.read_text())
+    assert doc['interrupted'] is True and doc['compliance']['passed'] is False, doc
+    assert 'Interrupted:     SIGTERM' in log, log
+    rep = subprocess.run([COBALT_BENCH, 'report', str(path.parent), '--site', 'local-slurm',
+                          '--format', 'md'], env=clean_env(env, COBALT_BENCH_ROOT=ROOT),
+                         text=True, capture_output=True, timeout=120)
+    out = rep.stdout + rep.stderr
+    assert rep.returncode != 0, out
+    assert 'mem-test was interrupted' in out and 'the checks that ran passed' not in out, out
+    md = (path.parent / 'report' / 'report.md').read_text()
+    row = next(line for line in md.splitlines() if line.startswith('| mem-test |'))
+    assert 'PASS' not in row.split(' | ')[3], row
+
+
+def started(tmp_path, jobid):
+    '''True once mem-test runs its paced load (the job's log says so).'''
+    log = tmp_path / f'mem-test-{jobid}.out'
+    return log.is_file() and 'Running paced' in log.read_text()
+
+
+def test_time_limit_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
+    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG,
+                  COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
+    t0 = time.monotonic()
+    jobid = sbatch(job_script, tmp_path, env, '-p', 'x86', '--time=2')
+    state, exitcode = finished_job(jobid, env, timeout=240)
+    # Ended by the signal before the limit (FAILED, mem-test's 143) or at it (TIMEOUT):
+    # never COMPLETED, and well before mem-test's 300 s.
+    assert state in ('FAILED', 'TIMEOUT'), (state, exitcode)
+    assert time.monotonic() - t0 < 200
+    assert_kept_and_refused(jobid, tmp_path, env)
+
+
+def test_scancel_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
+    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG,
+                  COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
+    jobid = sbatch(job_script, tmp_path, env, '-p', 'x86')
+    try:
+        wait_for(lambda: started(tmp_path, jobid), 120, f'mem-test of job {jobid} running')
+        time.sleep(2)
+    finally:
+        subprocess.run(['scancel', jobid], env=env, timeout=30, check=True)
+    state, _ = finished_job(jobid, env, timeout=120)
+    assert state == 'CANCELLED'
+    assert_kept_and_refused(jobid, tmp_path, env)
+
+
+def our_rfm_job(env, tmp_path):
+    '''The id of the running Slurm job of our ReFrame run (its work directory is under
+    tmp_path; other runs may share the cluster).'''
+    out = subprocess.run(['squeue', '-h', '-t', 'R', '-o', '%i|%Z'], env=env, text=True,
+                         capture_output=True, timeout=30).stdout
+    for line in out.splitlines():
+        jobid, _, workdir = line.partition('|')
+        if workdir.startswith(str(tmp_path)):
+            return jobid
+    return None
+
+
+def test_reframe_does_not_pass_a_cancelled_check(tmp_path, slurm_cluster):
+    # The site's own rate (8 Gbit/s), met up to the signal: only the interruption fails it.
+    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
+                    COBALT_BENCH_RUN_ID='run')
+    proc = subprocess.Popen(
+        [*REFRAME, '-C', os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
+         '-c', os.path.join(ROOT, 'reframe_checks'), '-r', '--system', 'local-slurm:x86',
+         '-n', 'MemTest', '--exec-policy', 'serial', '--nocolor',
+         '-S', 'kernel_opts=--stations 1 --desired-rate 8 --duration 120'],
+        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        jobid = wait_for(lambda: our_rfm_job(env, tmp_path), 180, 'the ReFrame job running')
+        time.sleep(10)      # mem-test under way (it allocates its buffers first)
+        subprocess.run(['scancel', jobid], env=env, timeout=30, check=True)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+    assert proc.returncode != 0, out
+    with open(tmp_path / 'local-slurm' / 'run' / 'report.json') as fp:
+        report = json.load(fp)
+    (tc,) = [tc for run in report['runs'] for tc in run['testcases']
+             if tc['name'] == 'MemTest']
+    assert tc['result'] != 'pass', tc
+    assert tc['jobid'] == jobid
+    # The kernel's partial document is marked, and ReFrame says why it failed.
+    assert 'interrupted' in (tc['fail_reason'] or ''), (tc['fail_phase'], tc['fail_reason'])
