@@ -18,6 +18,8 @@
 # Judged by the site's references.yaml, entry EthTest: total_speed (Gbit/s) and
 # average_loss (%); every other metric of eth-test-receive's JSON document is recorded.
 
+import secrets
+
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
@@ -60,8 +62,11 @@ class EthTest(KernelJsonTest):
                      f"test in extras['cobalt_bench']['eth_test_interfaces']")
         # The receiver (the executable) says where it listens; the sender waits for that
         # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
+        # One session id for both ends: the receiver measures this sender only, never
+        # another eth-test-send streaming to the same ports (counted as foreign).
+        session = f'{secrets.randbits(63) | 1:#x}'
         self.executable_opts = ['-I', shell_arg(self.interface), '--ready-file', 'ready',
-                                *self.executable_opts]
+                                '--session', session, *self.executable_opts]
         sender = self.site_setting('eth_test_sender')
         send_opts = shell_words(self.site_setting('eth_test_send_opts'))
         self.prerun_cmds = [
@@ -69,6 +74,7 @@ class EthTest(KernelJsonTest):
             '(for i in $(seq 600); do [ -s ready ] && break; sleep 0.1; done; '
             'read -r address port streams < ready; '
             f'exec {sender} eth-test-send -H "$address" --port "$port" --streams "$streams" '
+            f'--session {session} '
             f'{send_opts}'
             ') > eth-test-send.out 2>&1 &',
             'sender=$!',

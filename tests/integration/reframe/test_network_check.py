@@ -78,3 +78,34 @@ def test_reframe_local_slurm(tmp_path, slurm_cluster):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sorted(tc['partition'] for tc in cases) == ['arm', 'x86']
     assert all(tc['result'] == 'pass' for tc in cases)
+
+
+def test_reframe_measures_its_own_sender_not_one_that_started_first(tmp_path):
+    # Once the receiver listens, another eth-test-send (session 0x5) starts streaming to the
+    # same ports a second before the check's own sender (the site's eth_test_sender prefix
+    # is this wrapper). The check's two ends share a session id of their own, so the other
+    # is counted as foreign and never measured (issue 27: the first session seen was).
+    wrapper = tmp_path / 'other-sender-first'
+    wrapper.write_text('#!/bin/bash\n'
+                       '"$@" --session 0x5 --rate 0.2 --duration 8 -q >/dev/null 2>&1 &\n'
+                       'sleep 1\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    site = tmp_path / 'sites' / 'local'   # the helper finds the run by the site's name
+    shutil.copytree(os.path.join(ROOT, 'site-configs', 'local'), site,
+                    ignore=shutil.ignore_patterns('__pycache__', 'spack.yaml', '.spack-env'))
+    config = site / 'config.py'
+    text = config.read_text()
+    config.write_text(text.replace("'eth_test_interfaces': ['lo'],",
+                                   f"'eth_test_interfaces': ['lo'], "
+                                   f"'eth_test_sender': {str(wrapper)!r},"))
+    assert config.read_text() != text
+    proc, cases = reframe(config, tmp_path, '-S',
+                          'kernel_opts=--port 47600 --threshold 0.1 --timeout 60',
+                          COBALT_BENCH_ROOT=ROOT)
+    (tc,) = cases
+    with open(os.path.join(tc['outputdir'], 'eth-test-receive.json')) as fp:
+        doc = json.load(fp)
+    assert doc['config']['session'] != '0x5', proc.stdout
+    assert doc['metrics']['foreign_datagrams']['value'] > 0, doc['metrics']
+    with open(os.path.join(tc['outputdir'], 'eth-test-send.out')) as fp:
+        assert doc['config']['session'] in fp.read()
