@@ -4,7 +4,7 @@
 - python/<subpackage>/: the cobalt_bench package, by layer (store, site, judging, report,
   preflight, linktest, reframe, cli, tools);
 - integration/: the real infrastructure (slurm, reframe, spack, arm, modules, osu,
-  ib_fabric, mpi);
+  ib_fabric, mpi, scripts);
 - structure/: the shape rules of the tree;
 - data/: recorded tool outputs and sysfs trees; c/: the C unit tests (make ctest).
 
