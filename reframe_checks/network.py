@@ -18,12 +18,11 @@
 # Judged by the site's references.yaml, entry EthTest: total_speed (Gbit/s) and
 # average_loss (%); every other metric of eth-test-receive's JSON document is recorded.
 
-import secrets
-
 import reframe as rfm
 from reframe.core.builtins import parameter, run_after
 
-from cobalt_bench.reframe import KernelJsonTest, shell_arg, shell_words, values_of_partitions
+from cobalt_bench.reframe import (KernelJsonTest, session_id, shell_arg, shell_words,
+                                  values_of_partitions)
 
 NO_INTERFACE = ''    # the run of a partition that lists no interface
 
@@ -64,7 +63,7 @@ class EthTest(KernelJsonTest):
         # (at most 60 s), then streams to it. The job's exit code stays the receiver's.
         # One session id for both ends: the receiver measures this sender only, never
         # another eth-test-send streaming to the same ports (counted as foreign).
-        session = f'{secrets.randbits(63) | 1:#x}'
+        session = session_id()
         self.executable_opts = ['-I', shell_arg(self.interface), '--ready-file', 'ready',
                                 '--session', session, *self.executable_opts]
         sender = self.site_setting('eth_test_sender')

@@ -25,8 +25,8 @@ from .dolphin import DolphinAllNodes, DolphinPair, DolphinTest
 from .infiniband import IbWriteBwTest
 from .kernel import KernelJsonTest
 from .osu import OsuBenchmark
-from .settings import (SETTINGS, Setting, SiteSettings, shell_arg, shell_args, shell_words,
-                       values_of_partitions)
+from .settings import (SETTINGS, Setting, SiteSettings, session_id, shell_arg, shell_args,
+                       shell_words, values_of_partitions)
 from .site import Site
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     'Setting',
     'Site',
     'SiteSettings',
+    'session_id',
     'shell_arg',
     'shell_args',
     'shell_words',

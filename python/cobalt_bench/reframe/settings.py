@@ -23,6 +23,7 @@ prints the table.
 
 import difflib
 import re
+import secrets
 import shlex
 from dataclasses import dataclass
 
@@ -37,7 +38,7 @@ from . import placement
 from .references import SiteReferences
 
 __all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
-           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'shell_arg', 'shell_args', 'shell_words',
+           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'session_id', 'shell_arg', 'shell_args', 'shell_words',
            'site_extras',
            'value', 'values_of_partitions']
 
@@ -241,6 +242,12 @@ def shell_arg(word):
         pos = m.end()
     out.append(_double_quoted(word[pos:]))
     return '"' + ''.join(out) + '"'
+
+
+def session_id():
+    '''A fresh session id for the two ends of an eth-test run (eth-test's --session: a
+    non-zero 64-bit number), so that the receiver measures its own sender only.'''
+    return f'{secrets.randbits(63) | 1:#x}'
 
 
 def shell_args(opts):
