@@ -38,7 +38,8 @@ from . import placement
 from .references import SiteReferences
 
 __all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
-           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'session_id', 'shell_arg', 'shell_args', 'shell_words',
+           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'session_id',
+           'shell_arg', 'shell_args', 'shell_words',
            'site_extras',
            'value', 'values_of_partitions']
 
