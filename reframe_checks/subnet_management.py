@@ -12,8 +12,8 @@
 # extras['cobalt_bench']['smp_mad_stress_opts'] (or -S kernel_opts=...): the destinations
 # are the fabric's, so there is no default; `$VARIABLES` of the job's environment expand
 # (the local-ib site uses $COBALT_IB_LIDS), nothing else of the shell does. The numbers
-# come from the site's references.yaml, entry SmpMadStress (mad_rate, drops, ...); verification errors must be 0 (sanity). See
-# cobalt_bench.reframe.KernelJsonTest.
+# come from the site's references.yaml, entry SmpMadStress (mad_rate, drops, ...);
+# verification errors must be 0 (sanity). See cobalt_bench.reframe.KernelJsonTest.
 
 import reframe as rfm
 from reframe.core.builtins import run_after
