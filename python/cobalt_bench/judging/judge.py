@@ -93,6 +93,14 @@ def recorded_case(case):
     return replace(case, metrics=[as_recorded(m) for m in case.metrics])
 
 
+def _stopped(case):
+    '''The case as a run that did not finish (ABORT, the cause named) when its document is
+    marked interrupted; None otherwise.'''
+    stopped = sanity.interrupted_reason(case.docs[0]) if case.docs else ''
+    return replace(case, result=Result.ABORT, fail_phase='run',
+                   fail_reason=stopped) if stopped else None
+
+
 def no_reference(check, partition, site):
     '''Why a case is unjudged: the site has no reference for its partition.'''
     return f'unjudged: no reference for {partition} (check {check}, {site.references.path})'
@@ -163,9 +171,9 @@ def judge_doc_case(case, site, partition):
     j.refs = site.references.lookup(check, partition)
     if case.result is Result.DAMAGED:
         return case, j
-    stopped = sanity.interrupted_reason(case.docs[0])
-    if stopped:     # never a pass, judged or not: the run did not finish
-        return replace(case, result=Result.ABORT, fail_phase='run', fail_reason=stopped), j
+    aborted = _stopped(case)
+    if aborted:             # never a pass, judged or not: the run did not finish
+        return aborted, j
     if not j.refs:
         return replace(case, result=Result.UNJUDGED, fail_phase='',
                        fail_reason=no_reference(check, partition, site)), j
@@ -190,10 +198,7 @@ def unjudged(case, reason):
     interrupted run is no unjudged one: it stopped, whatever judges it (issue 27).'''
     if case.result is Result.DAMAGED:
         return case
-    stopped = sanity.interrupted_reason(case.docs[0]) if case.docs else ''
-    if stopped:
-        return replace(case, result=Result.ABORT, fail_phase='run', fail_reason=stopped)
-    return replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=reason)
+    return _stopped(case) or replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=reason)
 
 
 def partition_of_job(site, slurm_partition=None):

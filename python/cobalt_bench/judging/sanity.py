@@ -44,9 +44,7 @@ def interrupted_reason(doc):
 def document_problems(doc, kernel, metric_units):
     '''What makes `doc` no result of `kernel` with `metric_units` ({metric: unit}): a list
     of ReFrame sanity messages, empty when it is one (an interrupted run is not one).'''
-    problems = []
-    if interrupted_reason(doc):
-        problems.append(interrupted_reason(doc))
+    problems = [reason for reason in [interrupted_reason(doc)] if reason]
     if doc.get('test') != kernel:
         problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
     metrics = doc.get('metrics', {})
