@@ -19,7 +19,6 @@ Where references.yaml is looked for, first found wins (docs/running-at-a-site.md
 
 import os
 
-import reframe as rfm
 import reframe.core.runtime as rt
 from reframe.core.builtins import run_after, run_before
 from reframe.core.exceptions import ConfigError
@@ -89,11 +88,7 @@ def _reframe_ref(ref):
     return _xfail(ref.xfail, entry) if ref.xfail and _xfail else entry
 
 
-# ReFrame 4.10 renamed RegressionMixin (now deprecated) to RegressionTestPlugin.
-_Plugin = getattr(rfm, 'RegressionTestPlugin', None) or rfm.RegressionMixin
-
-
-class SiteReferences(_Plugin):
+class SiteReferences(compat.PLUGIN_BASE):
     '''The `reference` of a cobalt-bench check, from the site's references.yaml (a base of
     SiteSettings: every check has it).'''
 
