@@ -11,6 +11,14 @@
 #include "linktest.h"
 
 #include <mpi.h>
+#include <unistd.h>
+
+/* A rank other than 0 that exits at once on a usage error can make mpirun kill
+ * rank 0 before rank 0 has said why; it waits a moment so that rank 0 speaks first. */
+static void let_rank_0_speak(void)
+{
+    sleep(2);
+}
 
 int main(int argc, char **argv)
 {
@@ -20,6 +28,8 @@ int main(int argc, char **argv)
     int pre_rank = lt_launcher_rank();
     int saved = pre_rank != 0 ? lt_mute_stderr() : -1;
     int saved_out = pre_rank != 0 ? lt_mute_stdout() : -1; /* --help, --version: once */
+    if (pre_rank != 0)
+        cb_before_usage_exit = let_rank_0_speak;
     lt_options_parse(&cfg, argc, argv);
     lt_unmute_stdout(saved_out);
     lt_unmute_stderr(saved);

@@ -23,6 +23,8 @@
 /* ---- messages (cb_msg.c) ------------------------------------------------ */
 extern const char *cb_prog; /* set by each kernel's main */
 void cb_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* called by cb_usage_error just before it exits (NULL: nothing) */
+extern void (*cb_before_usage_exit)(void);
 void cb_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void cb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cb_print_version(const char *test_version);

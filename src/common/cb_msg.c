@@ -16,6 +16,8 @@ static void say(const char *kind, const char *fmt, va_list ap)
     vfprintf(stderr, fmt, ap);
 }
 
+void (*cb_before_usage_exit)(void);
+
 void cb_usage_error(const char *fmt, ...)
 {
     va_list ap;
@@ -23,6 +25,8 @@ void cb_usage_error(const char *fmt, ...)
     say("", fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nTry '%s --help' for more information.\n", cb_prog);
+    if (cb_before_usage_exit)
+        cb_before_usage_exit();
     exit(CB_EXIT_USAGE);
 }
 
