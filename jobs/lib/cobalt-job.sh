@@ -128,6 +128,17 @@ cb_results_dir() {
     echo "$dir"
 }
 
+# A kernel's run under way: `cb_job_started JSON KERNEL` before the kernel starts writes
+# <JSON without .json>.started (the kernel, the job id, its nodes, when), and cb_judge removes it when
+# the script ends. A job killed before that (its node failed, its time limit came without
+# the signal, scancel --signal=KILL) leaves the mark, and `cobalt-bench report` names the
+# job that left no document, with Slurm's state of it, instead of forgetting it.
+cb_job_started() {
+    printf 'kernel %s\njob %s\nnodes %s\nstarted %s\n' "$2" "${SLURM_JOB_ID:-$$}" \
+        "${SLURM_JOB_NODELIST:-$(hostname)}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+        > "${1%.json}.started" || say "cannot write ${1%.json}.started"
+}
+
 # The site's verdict of a kernel's JSON document, when the submitting shell names a site
 # (COBALT_BENCH_SITE: a name under site-configs/, or a site directory; sbatch hands it to
 # the job): `cobalt-bench judge` judges it by that site's references.yaml, the same file
@@ -139,6 +150,7 @@ cb_results_dir() {
 #   cb_judge JSON KERNEL_EXIT_CODE COMMAND_LINE; rc=$?
 cb_judge() {
     local json=$1 rc=$2 command=$3 judged
+    rm -f "${json%.json}.started"       # the script ended: see cb_job_started
     [ -n "${COBALT_BENCH_SITE:-}" ] || return "$rc"
     # 2 (usage) and 3 (cannot run): nothing was measured, nothing to judge.
     case $rc in 0|1) ;; *) return "$rc" ;; esac

@@ -17,6 +17,7 @@ outside any tree (a plain `pip install`) has no root: root() is None there.
 '''
 
 import os
+import re
 import sys
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -104,6 +105,21 @@ def results_dir(explicit=None):
         if os.access(own if os.path.isdir(own) else tree, os.W_OK):
             return own
     return os.path.abspath('results')
+
+
+#: What a results path may hold: ReFrame writes the run's directories into job scripts and
+#: runs them as commands without quoting them (its local scheduler splits a job script
+#: path at a space; a backtick is run as a command). scripts/run-suite refuses the same
+#: characters before it starts ReFrame.
+_SHELL_SAFE = re.compile(r'[A-Za-z0-9._/+,:@%=-]*')
+
+
+def unquoted_character(path):
+    '''The first character of `path` that ReFrame would not quote, said as a message says
+    it ('a space', "'`'"); '' when there is none.'''
+    bad = path[_SHELL_SAFE.match(path).end():][:1]
+    names = {' ': 'a space', '\n': 'a newline', '\t': 'a tab'}
+    return names.get(bad, f"'{bad}'") if bad else ''
 
 
 def venv_python():

@@ -94,9 +94,12 @@ def recorded_case(case):
 
 
 def _stopped(case):
-    '''The case as a run that did not finish (ABORT, the cause named) when its document is
-    marked interrupted; None otherwise.'''
-    stopped = sanity.interrupted_reason(case.docs[0]) if case.docs else ''
+    '''The case as a run that did not finish (ABORT, the cause named: the document marked
+    interrupted, the Slurm job state) when it did not; None otherwise.'''
+    reasons = [case.fail_reason if case.result is Result.ABORT else '',
+               sanity.interrupted_reason(case.docs[0]) if case.docs else '',
+               sanity.unfinished_job_reason(case.job_state)]
+    stopped = '; '.join(r for r in reasons if r)
     return replace(case, result=Result.ABORT, fail_phase='run',
                    fail_reason=stopped) if stopped else None
 
@@ -166,8 +169,8 @@ def judge_doc_case(case, site, partition):
     XFAIL, ERROR, or UNJUDGED when the references have nothing for it).'''
     check = check_class(case)
     j = CaseJudgement(check, partition)
-    if not case.docs:
-        return case, j
+    if not case.docs:       # a job that left no document (store.reader) or a damaged one
+        return _stopped(case) or case, j
     j.refs = site.references.lookup(check, partition)
     if case.result is Result.DAMAGED:
         return case, j
@@ -198,7 +201,8 @@ def unjudged(case, reason):
     interrupted run is no unjudged one: it stopped, whatever judges it (issue 27).'''
     if case.result is Result.DAMAGED:
         return case
-    return _stopped(case) or replace(case, result=Result.UNJUDGED, fail_phase='', fail_reason=reason)
+    return _stopped(case) or replace(case, result=Result.UNJUDGED, fail_phase='',
+                                     fail_reason=reason)
 
 
 def partition_of_job(site, slurm_partition=None):

@@ -41,6 +41,28 @@ def interrupted_reason(doc):
     return ''
 
 
+#: Slurm job states of a job that did not run to its end (sacct(1), JOB STATE CODES), and
+#: what each means to a reader of the report.
+UNFINISHED_JOB_STATES = {
+    'BOOT_FAIL': 'its node failed to boot',
+    'CANCELLED': 'cancelled',
+    'DEADLINE': 'past its deadline',
+    'NODE_FAIL': 'a node it ran on failed',
+    'OUT_OF_MEMORY': 'out of memory',
+    'PREEMPTED': 'preempted',
+    'TIMEOUT': 'it reached its time limit',
+}
+
+
+def unfinished_job_reason(state):
+    '''Why a job with Slurm state `state` (sacct's word; 'CANCELLED by 1000' too) did not
+    finish ('' when it did, or the state is unknown): such a job is never a pass, whatever
+    its document says.'''
+    word = str(state or '').split(' ', 1)[0].rstrip('+').upper()
+    why = UNFINISHED_JOB_STATES.get(word)
+    return f'the job did not finish: Slurm job state {word} ({why})' if why else ''
+
+
 def document_problems(doc, kernel, metric_units):
     '''What makes `doc` no result of `kernel` with `metric_units` ({metric: unit}): a list
     of ReFrame sanity messages, empty when it is one (an interrupted run is not one).'''

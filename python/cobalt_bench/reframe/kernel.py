@@ -130,6 +130,16 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
                                 f'bin/{arch}/{command} on the nodes')
 
     @run_after('setup')
+    def end_in_a_known_state(self):
+        # As the job scripts do (jobs/README.md). At its time limit Slurm signals srun too,
+        # which kills the step at once: the kernel lost its document; SIGTERM to the steps
+        # 30 to 60 s before the limit lets it write the document marked interrupted. And a
+        # job whose node failed is not run again (elsewhere, under the same job id, hiding
+        # the failure): it ends NODE_FAIL, which the check names.
+        if self.current_partition.scheduler.registered_name in ('slurm', 'squeue'):
+            self.job.options += ['--signal=TERM@30', '--no-requeue']
+
+    @run_after('setup')
     def use_whole_node(self):
         num_cpus = self.current_partition.processor.num_cpus
         if self.whole_node and num_cpus:
@@ -150,14 +160,30 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
 
         return self._json_doc
 
+    def _interrupted(self):
+        '''[why the kernel's document says it was interrupted], [] when it does not or there
+        is no readable document.'''
+        try:
+            return [reason for reason in [sanity.interrupted_reason(self._doc())] if reason]
+        except SanityError:
+            return []
+
     @sanity_function
     def validate(self):
         # 0 (compliant) and 1 (not compliant) are runs to judge against the references;
-        # 2 (usage error), 3 (cannot run) or anything else is not.
+        # 2 (usage error), 3 (cannot run) or anything else is not. A job that Slurm ended
+        # (cancelled, time limit, node failure) did not finish, whatever its exit code.
+        unfinished = sanity.unfinished_job_reason(getattr(self.job, 'state', None))
         if self.job.exitcode not in self.ran_exit_codes:
-            raise SanityError(sanity.not_run_reason(self.kernel, self.job.exitcode))
-
-        doc = self._doc()
+            raise SanityError('; '.join(filter(None, [
+                unfinished, sanity.not_run_reason(self.kernel, self.job.exitcode),
+                *self._interrupted()])))
+        try:
+            doc = self._doc()
+        except SanityError as err:
+            raise SanityError('; '.join(filter(None, [unfinished, str(err)])))
+        if unfinished:
+            raise SanityError('; '.join([unfinished, *self._interrupted()]))
         problems = sanity.document_problems(doc, self.kernel, self.metric_units)
         errors = sanity.verification_errors(doc)
         checks = [

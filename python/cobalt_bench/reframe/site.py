@@ -90,7 +90,17 @@ class Site:
         that `cobalt-bench report` and `runs` read by).'''
         run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
                   f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
-        return os.path.join(paths.results_dir(), self.name, run_id)
+        from reframe.core.exceptions import ConfigError
+
+        prefix = os.path.join(paths.results_dir(), self.name, run_id)
+        odd = paths.unquoted_character(prefix)
+        if odd:
+            # ReFrame says "failed to load configuration: <this>" and exits 1.
+            raise ConfigError(f"the results path '{prefix}' holds {odd}, which ReFrame does "
+                              'not quote in its job scripts and commands; use a results path '
+                              'of letters, digits and . _ / + , : @ % = - only '
+                              '(COBALT_BENCH_RESULTS, COBALT_BENCH_RUN_ID)')
+        return prefix
 
     def storage(self):
         '''ReFrame's results database (for `reframe --performance-compare` and

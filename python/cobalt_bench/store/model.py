@@ -67,6 +67,12 @@ class Case:
     # Set by ReFrame's sanity rule (judging.sanity): the kernel exited with a status that
     # means it did not run (usage error, cannot run): nothing was measured.
     not_run: bool = False
+    # ReFrame's earlier tries of this case in the same run (--max-retries) that failed:
+    # the result is its last try's, these are what a retry hid (store.history counts them).
+    failed_tries: int = 0
+    # A job document's Slurm job state (sacct) where the run did not finish: its document
+    # is marked interrupted, or the job left none ('' : not asked, or not known).
+    job_state: str = ''
 
     def __post_init__(self):
         self.result = Result(self.result)

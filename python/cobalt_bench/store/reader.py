@@ -18,6 +18,7 @@ import os
 import re
 
 from ..errors import CannotRun
+from ..tools import slurm
 from . import confine, perflog
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
@@ -27,6 +28,12 @@ from .runs import REPORT, is_run_dir, run_state
 
 #: ReFrame's job script in a test's directory: the report shows its kernel command line.
 JOB_SCRIPT = 'rfm_job.sh'
+
+#: A job script's mark beside the document to come (jobs/lib/cobalt-job.sh cb_job_started):
+#: <kernel>-<jobid>.started, removed when the script ends. Left behind: the job was killed
+#: before it ended (node failure, time limit, scancel) and may have left no document.
+STARTED = '.started'
+_MARK_LINE = re.compile(r'^(kernel|job|nodes|started) ([\w\[\],.:+-]{1,200})$')
 
 
 def _damage(case, path, problem):
@@ -200,19 +207,22 @@ def _from_report(run, report, path):
     run.session = session
     skipped = _skip_reasons(run)
     # With --reruns / --max-retries a case appears in several runs: the last one counts.
-    latest = {}
+    latest, failed_tries = {}, {}
     for where, raw in testcases:
         tc, problems = testcase_problems(raw)
-        latest[(tc['unique_name'] or tc['name'], tc['system'], tc['partition'],
-                tc['environ'])] = (where, tc, problems)
-    for where, tc, problems in latest.values():
+        key = (tc['unique_name'] or tc['name'], tc['system'], tc['partition'], tc['environ'])
+        if key in latest and Result.of(latest[key][1]['result'] or '', Result.UNKNOWN).failed:
+            failed_tries[key] = failed_tries.get(key, 0) + 1
+        latest[key] = (where, tc, problems)
+    for key, (where, tc, problems) in latest.items():
         case = Case(check=tc['display_name'] or tc['name'] or where,
                     system=tc['system'] or '', partition=tc['partition'] or '',
                     environ=tc['environ'] or '', nodes=tc['job_nodelist'],
                     result=Result.of(tc['result'] or '', Result.UNKNOWN),
                     fail_phase=tc['fail_phase'] or '',
                     fail_reason=tc['fail_reason'] or '',
-                    jobid=tc['jobid'], tags=sorted(tc['tags']))
+                    jobid=tc['jobid'], tags=sorted(tc['tags']),
+                    failed_tries=failed_tries.get(key, 0))
         label = f'{where} ({case.check} on {case.where})'
         for problem in problems:
             _damage(case, path, f'{label}: {problem}')
@@ -262,6 +272,42 @@ def _case_from_doc(doc, path):
         if isinstance(m, dict) and isinstance(m.get('value'), (int, float)):
             case.metrics.append(Metric(name, m['value'], m.get('unit') or ''))
     return case
+
+
+def _mark(path):
+    '''{kernel, job, nodes, started} of a job's start mark; {} when it is not one (bounded read).'''
+    try:
+        with open(path, encoding='utf-8', errors='replace') as fp:
+            text = fp.read(1024)
+    except OSError:
+        return {}
+    found = dict(m.groups() for m in map(_MARK_LINE.match, text.splitlines()) if m)
+    return found if found.get('job', '').isdigit() else {}
+
+
+def _unfinished_jobs(run, marks, documented):
+    '''The cases of the jobs that left a start mark but no document, and the Slurm state of
+    those and of the interrupted documents' jobs (what ended them).'''
+    for path in marks:
+        if path[:-len(STARTED)] + '.json' in documented:
+            continue
+        mark = _mark(path)
+        name = os.path.basename(path)[:-len(STARTED)]
+        jobid = mark.get('job', '')
+        check = mark.get('kernel') or re.sub(r'-\d+$', '', name)
+        when = f' at {mark["started"]}' if 'started' in mark else ''
+        run.cases.append(Case(
+            check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
+            nodes=[mark['nodes']] if mark.get('nodes') else [], result=Result.ABORT,
+            fail_phase='run',
+            fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
+                         'no document: it was ended before the kernel wrote one')))
+        run.sources.append(path)
+    asked = [c for c in run.cases if c.jobid and (
+        c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs))]
+    states = slurm.job_states(c.jobid for c in asked)
+    for c in asked:
+        c.job_state = states.get(c.jobid, '')
 
 
 def load_run(path):
@@ -314,9 +360,12 @@ def load_run(path):
         run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
         return run
 
-    docs, damaged = [], []
+    docs, damaged, marks = [], [], []
     for dirpath, _, files in os.walk(path):
         for name in sorted(files):
+            if name.endswith(STARTED) and not confine.file_problem(
+                    os.path.join(dirpath, name), path):
+                marks.append(os.path.join(dirpath, name))
             if name.endswith('.json'):
                 p = os.path.join(dirpath, name)
                 refused = confine.file_problem(p, path)
@@ -335,7 +384,7 @@ def load_run(path):
                     damaged.append(Damage(p, '; '.join(problems[:3])))
                 else:
                     docs.append((p, doc))
-    if not docs and not damaged:
+    if not docs and not damaged and not marks:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
     run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
@@ -350,4 +399,5 @@ def load_run(path):
         _mark_damaged(case, path)
         run.cases.append(case)
         run.damaged.append(d)
+    _unfinished_jobs(run, marks, {p for p, _ in docs} | {d.path for d in damaged})
     return run

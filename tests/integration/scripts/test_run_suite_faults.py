@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from cobalt_bench import fileio
-from plugins.checkout import ROOT, clean_env
+from plugins.checkout import REFRAME, ROOT, clean_env
 
 RUN_SUITE = os.path.join(ROOT, 'scripts', 'run-suite')
 
@@ -172,6 +172,21 @@ def test_results_path_with_odd_character_is_refused(tmp_path, odd, named):
     assert not os.path.exists(os.path.join(ROOT, 'PWNED'))
 
 
+@pytest.mark.parametrize('odd, named', [('x y', 'a space'), ('x`touch PWNED`', "'`'")])
+def test_reframe_refuses_a_results_path_it_cannot_quote(tmp_path, odd, named):
+    # ReFrame run directly with a site's configuration (no run-suite): the site refuses.
+    results = tmp_path / odd
+    proc = subprocess.run([*REFRAME, '-C', os.path.join(ROOT, 'site-configs', 'local',
+                                                        'config.py'),
+                           '-c', os.path.join(ROOT, 'reframe_checks'), '-n', 'Preflight', '-r'],
+                          cwd=tmp_path, env=clean_env(COBALT_BENCH_RESULTS=str(results)),
+                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=300)
+    assert proc.returncode != 0, proc.stdout
+    assert 'failed to load configuration' in proc.stdout and named in proc.stdout, proc.stdout
+    assert not results.exists() and not (tmp_path / 'PWNED').exists()
+
+
 # ---- 13: umask, caches ----------------------------------------------------------------------
 
 def _under_umask(mask, fn):
@@ -234,3 +249,19 @@ def test_cache_planted_by_another_user_is_refused(tmp_path, command, variable, k
     assert f'refusing the cache {cache}' in proc.stderr and why in proc.stderr, proc.stderr
     assert str(tmp_path / 'elsewhere') not in proc.stdout
     assert os.listdir(tmp_path / 'elsewhere') == []
+
+
+@pytest.mark.parametrize('beside', ['.lock', '.osu-build.log'])
+def test_arm64_root_refuses_a_planted_file_beside_its_cache(tmp_path, beside):
+    # The lock and the build log sit beside the cache in /var/tmp: a link planted there
+    # would have root write through it.
+    target = tmp_path / 'victim'
+    target.write_text('precious')
+    cache = tmp_path / 'cache'
+    (tmp_path / f'cache{beside}').symlink_to(target)
+    env = clean_env(drop=('COBALT_ARM64_ROOT',), COBALT_ARM64_ROOT=str(cache))
+    proc = subprocess.run([os.path.join(ROOT, 'scripts', 'arm64-root'), 'path'], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert f'refusing the cache {cache}{beside}: a symbolic link' in proc.stderr, proc.stderr
+    assert target.read_text() == 'precious'

@@ -84,16 +84,27 @@ def test_time_limit_keeps_the_partial_document(job_script, tmp_path, slurm_clust
     assert_kept_and_refused(jobid, tmp_path, env)
 
 
-def test_scancel_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
+def long_job(job_script, tmp_path, slurm_cluster, then):
+    '''The job script's mem-test with a 300 s load: once it runs, then(jobid, env); the job
+    cancelled afterwards whatever happened. (env, jobid, sacct state).'''
     env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG,
                   COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(job_script, tmp_path, env, '-p', 'x86')
     try:
         wait_for(lambda: started(tmp_path, jobid), 120, f'mem-test of job {jobid} running')
-        time.sleep(2)
+        then(jobid, env)
+        state, _ = finished_job(jobid, env, timeout=120)
     finally:
+        subprocess.run(['scancel', jobid], env=env, timeout=30)
+    return env, jobid, state
+
+
+def test_scancel_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
+    def cancel(jobid, env):
+        time.sleep(2)
         subprocess.run(['scancel', jobid], env=env, timeout=30, check=True)
-    state, _ = finished_job(jobid, env, timeout=120)
+
+    env, jobid, state = long_job(job_script, tmp_path, slurm_cluster, cancel)
     assert state == 'CANCELLED'
     assert_kept_and_refused(jobid, tmp_path, env)
 
@@ -138,3 +149,134 @@ def test_reframe_does_not_pass_a_cancelled_check(tmp_path, slurm_cluster):
     assert tc['jobid'] == jobid
     # The kernel's partial document is marked, and ReFrame says why it failed.
     assert 'interrupted' in (tc['fail_reason'] or ''), (tc['fail_phase'], tc['fail_reason'])
+
+
+def node_of(jobid, env):
+    return subprocess.run(['squeue', '-h', '-j', jobid, '-o', '%N'], env=env, text=True,
+                          capture_output=True, timeout=30).stdout.strip()
+
+
+class failed_node:
+    '''The node of a running job marked DOWN, as slurmctld does when a node stops answering:
+    Slurm ends the job NODE_FAIL (the scripts and checks ask for no requeue); the node is
+    resumed afterwards, whatever happened.'''
+
+    def __init__(self, jobid, env):
+        self.jobid, self.env = jobid, env
+
+    def __enter__(self):
+        self.node = node_of(self.jobid, self.env)
+        assert self.node, f'job {self.jobid} runs on no node'
+        subprocess.run(['scontrol', 'update', f'nodename={self.node}', 'state=down',
+                        'reason=cobalt-bench test: node failure'],
+                       env=self.env, timeout=30, check=True)
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(['scontrol', 'update', f'nodename={self.node}', 'state=resume'],
+                       env=self.env, timeout=30)
+        wait_for(lambda: subprocess.run(
+            ['sinfo', '-h', '-n', self.node, '-o', '%t'], env=self.env, text=True,
+            capture_output=True, timeout=30).stdout.strip() in ('idle', 'mix', 'alloc'),
+            120, f'node {self.node} back in service')
+
+
+def report_of(results, env):
+    rep = subprocess.run([COBALT_BENCH, 'report', str(results), '--site', 'local-slurm',
+                          '--format', 'md'], env=clean_env(env, COBALT_BENCH_ROOT=ROOT),
+                         text=True, capture_output=True, timeout=120)
+    return rep.returncode, rep.stdout + rep.stderr
+
+
+def test_node_failure_of_a_job_script_is_named(job_script, tmp_path, slurm_cluster):
+    def fail_its_node(jobid, env):
+        with failed_node(jobid, env):
+            finished_job(jobid, env, timeout=120)
+
+    env, jobid, state = long_job(job_script, tmp_path, slurm_cluster, fail_its_node)
+    assert state == 'NODE_FAIL', state     # not requeued: the failure stays visible
+    rc, out = report_of(tmp_path / 'results' / 'slurm', env)
+    assert rc != 0, out
+    assert 'NODE_FAIL (a node it ran on failed)' in out, out
+    assert 'incomplete' in out.lower() and 'the checks that ran passed' not in out, out
+
+
+def kill_every_process_of(jobid):
+    '''SIGKILL at once to every process of the job (the batch shell, srun, the kernel;
+    not Slurm's own slurmstepd): what a node that dies does to its job.'''
+    mark = f'SLURM_JOB_ID={jobid}'.encode()
+    killed = 0
+    for pid in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open(f'/proc/{pid}/environ', 'rb') as fp:
+                if mark in fp.read().split(b'\0'):
+                    os.kill(int(pid), signal.SIGKILL)
+                    killed += 1
+        except (OSError, ProcessLookupError):
+            pass
+    assert killed, f'no process of job {jobid} found'
+
+
+def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, slurm_cluster):
+    # Nothing of the job can write anything, as when its node dies: its start mark stays,
+    # and the report names the job that left no document.
+    env, jobid, _ = long_job(job_script, tmp_path, slurm_cluster,
+                             lambda jobid, env: kill_every_process_of(jobid))
+    slurm_dir = tmp_path / 'results' / 'slurm'
+    assert not (slurm_dir / f'mem-test-{jobid}.json').exists()
+    assert (slurm_dir / f'mem-test-{jobid}.started').is_file()
+    rc, out = report_of(slurm_dir, env)
+    assert rc != 0, out
+    assert f'mem-test-{jobid}: the job started' in out and 'left no document' in out, out
+    assert 'incomplete' in out.lower(), out
+
+
+def run_reframe_memtest(tmp_path, env, *options, during=None):
+    '''A ReFrame run of MemTest on local-slurm:x86 with a 300 s load; `during(jobid)` is
+    called once its Slurm job runs. The run's MemTest testcase of report.json.'''
+    proc = subprocess.Popen(
+        [*REFRAME, '-C', os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
+         '-c', os.path.join(ROOT, 'reframe_checks'), '-r', '--system', 'local-slurm:x86',
+         '-n', 'MemTest', '--exec-policy', 'serial', '--nocolor', *options,
+         '-S', 'kernel_opts=--stations 1 --desired-rate 8 --duration 300'],
+        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        jobid = wait_for(lambda: our_rfm_job(env, tmp_path), 180, 'the ReFrame job running')
+        if during:
+            during(jobid)
+        out, _ = proc.communicate(timeout=400)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
+    assert proc.returncode != 0, out
+    with open(tmp_path / 'local-slurm' / 'run' / 'report.json') as fp:
+        report = json.load(fp)
+    (tc,) = [tc for run in report['runs'] for tc in run['testcases'] if tc['name'] == 'MemTest']
+    assert tc['result'] != 'pass' and tc['jobid'] == jobid, tc
+    return tc
+
+
+def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):
+    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
+                    COBALT_BENCH_RUN_ID='run')
+    t0 = time.monotonic()
+    tc = run_reframe_memtest(tmp_path, env, '-S', 'time_limit=2m')
+    assert time.monotonic() - t0 < 250
+    assert 'interrupted' in (tc['fail_reason'] or ''), (tc['fail_phase'], tc['fail_reason'])
+    # The partial document is kept (the failed check's stage directory), marked.
+    (doc,) = [json.loads(p.read_text()) for p in tmp_path.rglob('mem-test.json')][:1]
+    assert doc['interrupted'] is True and doc['duration_s'] < 200, doc
+
+
+def test_reframe_names_a_node_failure(tmp_path, slurm_cluster):
+    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
+                    COBALT_BENCH_RUN_ID='run')
+
+    def fail_its_node(jobid):
+        time.sleep(10)          # mem-test under way
+        with failed_node(jobid, env):
+            finished_job(jobid, env, timeout=120)
+
+    tc = run_reframe_memtest(tmp_path, env, during=fail_its_node)
+    assert 'Slurm job state NODE_FAIL' in (tc['fail_reason'] or ''), tc['fail_reason']

@@ -1,0 +1,39 @@
+'''What Slurm's accounting says of jobs: the state of a job whose kernel document is
+marked interrupted, or that left no document at all, names why the run did not finish
+(cancelled, time limit, node failure). sacct is run as a program with job ids as its
+arguments (digits only, checked here), never through a shell; where there is no sacct,
+or it fails, nothing is known and nothing is said.'''
+
+import shutil
+import subprocess
+
+#: sacct's answer waits at most this long (a cluster without a database answers slowly).
+TIMEOUT_S = 20
+#: Job ids asked per sacct call (its command line stays short).
+_CHUNK = 500
+
+
+def job_states(jobids):
+    '''{job id: state} for the numeric `jobids` (sacct's State of each job's allocation,
+    e.g. 'NODE_FAIL', 'CANCELLED by 0'); {} for what sacct does not answer.'''
+    ids = sorted({str(j) for j in jobids if str(j).isdigit()}, key=int)
+    sacct = shutil.which('sacct')
+    if not ids or not sacct:
+        return {}
+    states = {}
+    for i in range(0, len(ids), _CHUNK):
+        try:
+            out = subprocess.run([sacct, '--noheader', '--allocations', '--parsable2',
+                                  '--format', 'JobIDRaw,State', '--jobs',
+                                  ','.join(ids[i:i + _CHUNK])],
+                                 capture_output=True, text=True, timeout=TIMEOUT_S,
+                                 stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.SubprocessError):
+            return states
+        if out.returncode != 0:
+            return states
+        for line in out.stdout.splitlines():
+            jobid, _, state = line.partition('|')
+            if jobid in ids and state:
+                states[jobid] = state
+    return states
