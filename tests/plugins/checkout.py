@@ -148,3 +148,11 @@ def cobalt_cli(*args):
         except SystemExit as exc:
             rc = exc.code if isinstance(exc.code, int) else 2
     return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def no_store_settings(monkeypatch):
+    """No results store or site from the environment running the tests: a test names
+    its own (`pytestmark = pytest.mark.usefixtures('no_store_settings')`)."""
+    for name in ('COBALT_BENCH_RESULTS', 'COBALT_BENCH_SITE'):
+        monkeypatch.delenv(name, raising=False)

@@ -1,5 +1,5 @@
-'''The `cobalt-bench` command line: report, judge, preflight, runs, linktest-report (the console
-script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
+'''The `cobalt-bench` command line: report, judge, preflight, runs, nodes, references,
+linktest-report (the console script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
 
 Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
 check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from .. import __version__
-from . import linktest_report
-from .argtypes import formats, nonempty_path, percent, run_spec
+from . import linktest_report, nodes, references
+from .argtypes import formats, nonempty_path, percent, positive, run_spec
 from .status import exit_status
 
 EPILOG_REPORT = '''\
@@ -151,6 +151,24 @@ def build_parser():
     runs.add_argument('site', nargs='?', type=run_spec, help='only this site')
     runs.add_argument('--results', metavar='DIR', type=nonempty_path, help='the results store')
 
+    nod = sub.add_parser('nodes', help='list each node\'s last runs across the results '
+                                       'store, flaky nodes marked',
+                         description=nodes.DESCRIPTION, epilog=nodes.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    nodes.add_arguments(nod, nonempty_path, run_spec, positive)
+
+    ref = sub.add_parser('references', help='derive references.yaml entries from '
+                                             'known-good runs',
+                         description='Work on a site\'s references.yaml: `derive` writes '
+                                     'entries from known-good runs.')
+    ref_sub = ref.add_subparsers(dest='references_command', metavar='ACTION',
+                                 parser_class=_Parser, required=True)
+    der = ref_sub.add_parser('derive', help='references from known-good runs, with their '
+                                            'provenance; a diff, written with --write',
+                             description=references.DESCRIPTION, epilog=references.EPILOG,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    references.add_arguments(der, nonempty_path, run_spec, percent)
+
     lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
                                                 'results file (text, heat map, histogram)',
                         description=linktest_report.DESCRIPTION + ' Also installed as '
@@ -183,6 +201,13 @@ def main(argv=None):
         if args.command == 'runs':
             from . import runs
             return runs.command(args.results, args.site)
+        if args.command == 'nodes':
+            return nodes.command(args.results, args.site, args.last, args.fails, args.node,
+                                 args.flaky)
+        if args.command == 'references':
+            return references.derive_command(args.runs, args.site, args.tolerance,
+                                             args.metric, args.allow_bad_nodes, args.write,
+                                             args.output, args.results)
         if args.command == 'report':
             from . import report
             if args.compare:

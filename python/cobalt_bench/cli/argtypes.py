@@ -24,6 +24,17 @@ def finite(text):
     return value
 
 
+def positive(text):
+    '''A whole number of at least 1 (a count of runs, of failures).'''
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a whole number: {text!r}')
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be at least 1: {text!r}')
+    return value
+
+
 def percent(text):
     try:
         value = float(text.rstrip('%'))

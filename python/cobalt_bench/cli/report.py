@@ -63,6 +63,10 @@ def command(spec, output, formats, preflight_file, base, site=None):
         say(f'  - {r}')
     if more:
         say(more)
+    if model.flaky:
+        flaky, more = _capped(model.flaky, 'flaky nodes')
+        say('flaky node(s), by the store\'s node history: '
+            + ', '.join(f.text() for f in flaky) + (f' {more.strip()}' if more else ''))
     say(f'{run.label}: {model.verdict} ({counts}'
         + (f'; run {run.state}: {run.state_why}' if run.state is not RunState.COMPLETE
            else '') + ')')

@@ -13,7 +13,10 @@ States:
   DEMONSTRATION  the site is not a compliance definition (its compliance.yaml says
                  `demonstration: why`, or it has none): the checks were judged by its
                  references, and what a compliance run would still need is listed.
-The reasons list the exact failing or missing items, failures first.
+The reasons list the exact failing or missing items, failures first, then the bad nodes
+(judging.fleet: failed cases and outliers against their peers). An outlier does not change
+the state by itself (the site's references decide it): it is named, in the reasons and in
+verdict.json's `bad_nodes`.
 '''
 
 import fnmatch
@@ -26,6 +29,7 @@ from ..site.bounds import Bounds
 from ..site.loader import installed_site, installed_site_of
 from ..store.model import KIND_JOBS
 from ..store.result import Result, RunState, Word
+from . import fleet as fl
 from . import judge as jd
 from . import sanity
 
@@ -61,6 +65,8 @@ class Item:
     why: str = ''
     required: bool = False
     unjudged: bool = False      # ran, but the site has no reference for it
+    host: str = ''              # a preflight setting's: the host it was read on
+    setting: str = ''           # a preflight setting's name ('' : not a setting)
 
     def line(self):
         return f'{self.what}: {self.why}' if self.why else self.what
@@ -81,6 +87,7 @@ class Verdict:
     checks_failed: bool = False   # a check that ran failed its references (any site)
     run_incomplete: bool = False  # the run is partial, or some of its results unreadable
     compliance_preflight: list = field(default_factory=list)  # required setting patterns
+    fleet: fl.Fleet = field(default_factory=fl.Fleet)   # the nodes against their peers
 
     @property
     def reasons(self):
@@ -90,18 +97,33 @@ class Verdict:
             out.append(f'site {self.site!r} is a demonstration, not a compliance definition: '
                        f'{self.demonstration}')
         order = {FAILED: 0, MISSING: 1, NOTE: 2}
+        named = False
         for it in sorted((i for i in self.items if i.status != PASSED),
                          key=lambda i: (order[i.status], not i.required)):
+            if it.status is not FAILED and not named:
+                out += self.bad_node_lines()
+                named = True
             tag = {FAILED: 'FAILED', MISSING: 'MISSING', NOTE: 'note'}[it.status]
             if it.unjudged:
                 tag = 'UNJUDGED'
             elif not it.required and it.status != NOTE:
                 tag += ' (not required)'
             out.append(f'{tag}: {it.line()}')
+        if not named:
+            out += self.bad_node_lines()
         if self.state == COMPLIANT:
             out.append('every required check ran at its required workload and passed, and '
                        'every required preflight setting passed')
         return out
+
+    def bad_node_lines(self):
+        '''The reason line that names the bad nodes (none: no line).'''
+        bad = self.fleet.bad_nodes
+        if not bad:
+            return []
+        shown = '; '.join(f'{b.node}: {b.why}' for b in bad[:5])
+        more = f'; and {len(bad) - 5} more (bad-nodes.txt)' if len(bad) > 5 else ''
+        return [f'BAD NODES ({len(bad)}): {self.fleet.hostlist or "-"}: {shown}{more}']
 
     @property
     def headline(self):
@@ -135,12 +157,17 @@ class Verdict:
             'items': [{'status': i.status.value, 'what': i.what, 'why': i.why,
                        'required': i.required, UNJUDGED: i.unjudged} for i in self.items],
             UNJUDGED: [i.what for i in self.items if i.unjudged],
+            'bad_nodes': self.fleet.to_json(),
+            'bad_nodes_hostlist': self.fleet.hostlist,
+            'outlier_threshold': self.fleet.threshold,
         }
 
 
 def _case_label(case):
     nodes = f' ({", ".join(case.nodes)})' if case.nodes and any(case.nodes) else ''
-    return f'{case.check} on {case.where}{nodes}'
+    # ReFrame's --distribute parameters (.part, .nid) say what `on ... (node)` says.
+    check = fl.DISTRIBUTED.sub('', case.check)
+    return f'{check} on {case.where}{nodes}'
 
 
 def _fmt(v):
@@ -207,14 +234,15 @@ def _preflight_items(compliance, preflight_docs):
                     continue
                 seen = True
                 what = f'preflight {f.setting} on {host}'
+                on = {'host': host if isinstance(host, str) else '?', 'setting': f.setting}
                 if f.status == pf.PASS:
-                    items.append(Item(PASSED, what, '', True))
+                    items.append(Item(PASSED, what, '', True, **on))
                 elif f.status == pf.FAIL:
                     items.append(Item(FAILED, what, f'{f.value} (expected {f.expected})'
-                                      + (f'; fix: {f.fix}' if f.fix else ''), True))
+                                      + (f'; fix: {f.fix}' if f.fix else ''), True, **on))
                 else:
                     items.append(Item(MISSING, what, f'{f.status}: {f.value}'
-                                      + (f' ({f.note})' if f.note else ''), True))
+                                      + (f' ({f.note})' if f.note else ''), True, **on))
         if not seen:
             items.append(Item(MISSING, f'preflight {pattern}', 'no such setting was checked '
                               '(no finding matches it)', True))
@@ -310,6 +338,7 @@ def decide(run, site, preflight_docs=(), partition=None):
     v.items += _preflight_items(comp, list(preflight_docs))
     if not run.cases:
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
+    v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold)
     v.state = _state(comp, v.items)
     return v
 

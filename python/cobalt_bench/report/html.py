@@ -9,12 +9,13 @@ import urllib.parse
 from .. import __version__
 from .. import preflight as pf
 from ..store import documents
+from .fleet import BAD_NODES_FILE, NODE_HEADER, left_out_text, node_table_intro, node_tables
 from .format import fmt, fmt_bounds
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, case_rows, damage_rows, finding_rows,
-                   is_preflight, judged_by, link_target, metric_rows, reproduce_rows,
-                   summary_lines)
+                   first_screen, is_preflight, judged_by, link_target, metric_rows,
+                   reproduce_rows, summary_lines)
 
 
 CSS = '''
@@ -29,7 +30,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
            border-radius: 4px; color: #fff; }
 .v-COMPLIANT { background: #2e7d32; } .v-NOT-COMPLIANT { background: #c62828; }
 .v-INCOMPLETE { background: #ef6c00; } .v-DEMONSTRATION { background: #1565c0; }
-ol.reasons li { margin: 0.15em 0; }
+ol.reasons li { margin: 0.15em 0; } ul.first { list-style: none; padding-left: 0; }
 .s-pass { background: #e8f5e9; } .s-fail, .s-abort { background: #ffebee; }
 .s-warn, .s-unknown, .s-xfail { background: #fff8e1; } .s-skip, .s-recorded { color: #666; }
 figure { margin: 1em 0; } figcaption { font-size: 0.85em; color: #555; }
@@ -65,6 +66,20 @@ def _html_table(header, rows, status_col=None, num_cols=()):
     return '\n'.join(out)
 
 
+def _nodes(model):
+    '''The node table of each partition (judging.fleet), worst first.'''
+    tables = node_tables(model)
+    if not tables:
+        return []
+    out = ['<h2>Nodes against their peers</h2>', f'<p>{_e(node_table_intro(model))}</p>',
+           f'<p>The bad nodes, as a Slurm hostlist: <code>{_e(BAD_NODES_FILE)}</code>.</p>']
+    for part, rows, left in tables:
+        out += [f'<h3>{_e(part)}</h3>', _html_table(NODE_HEADER, rows, num_cols=(3, 4, 5))]
+        if left:
+            out.append(f'<p class="small">{_e(left_out_text(left))}</p>')
+    return out
+
+
 def render_html(model, out_dir=None):
     run = model.run
     v = model.verdict
@@ -77,6 +92,10 @@ def render_html(model, out_dir=None):
     if j is not None:
         if j.headline != j.state:
             out.append(f'<p class="headline"><b>{_e(j.headline)}</b></p>')
+        # The first screen: one line each (the verdict is above), the details below.
+        out.append('<ul class="first">' + ''.join(
+            f'<li><b>{_e(label)}:</b> {_segments(segs)}</li>'
+            for label, segs in first_screen(model) if label != 'Verdict') + '</ul>')
         out.append('<p>Why:</p><ol class="reasons">'
                    + ''.join(f'<li>{_e(r)}</li>' for r in j.reasons) + '</ol>')
         out.append(f'<p class="small">Judged by {_segments(judged_by(j))}.</p>')
@@ -99,6 +118,7 @@ def render_html(model, out_dir=None):
                 '<p>For each judged check: the kernel and its version, the command line that '
                 'produced the result, and the reference file and entry it was judged by.</p>',
                 _html_table(REPRODUCE_HEADER, repro)]
+    out += _nodes(model)
     if model.failures:
         out.append('<h2>Failures and likely causes</h2>')
         for e in model.failures:

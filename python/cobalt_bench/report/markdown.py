@@ -13,12 +13,13 @@ import urllib.parse
 from .. import __version__
 from .. import preflight as pf
 from ..store import documents
+from .fleet import BAD_NODES_FILE, NODE_HEADER, left_out_text, node_table_intro, node_tables
 from .format import fmt, fmt_bounds
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, case_rows, damage_rows,
-                   finding_rows, is_preflight, judged_by, link_target, metric_rows,
-                   reproduce_rows, summary_lines)
+                   finding_rows, first_screen, is_preflight, judged_by, link_target,
+                   metric_rows, reproduce_rows, summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
@@ -111,6 +112,20 @@ def _failure(e, model):
     return out + ['']
 
 
+def _nodes(model):
+    '''The node table of each partition (judging.fleet), worst first.'''
+    tables = node_tables(model)
+    if not tables:
+        return []
+    out = ['', '## Nodes against their peers', '', md_text(node_table_intro(model)), '',
+           f'The bad nodes, as a Slurm hostlist: {md_code(BAD_NODES_FILE)}.']
+    for part, rows, left in tables:
+        out += ['', f'### {md_text(part)}', '', md_table(NODE_HEADER, rows)]
+        if left:
+            out += ['', md_text(left_out_text(left))]
+    return out
+
+
 def _plots(model, plot_dir_rel, out_dir):
     run, t = model.run, md_text
     out = []
@@ -135,12 +150,15 @@ def _plots(model, plot_dir_rel, out_dir):
 
 def render_markdown(model, plot_dir_rel='plots', out_dir=None):
     run, t = model.run, md_text
-    out = [f'# cobalt-bench compliance report: {t(run.label)}', '',
-           f'**Verdict: {t(model.verdict)}**', '']
     j = model.judgement
+    out = [f'# cobalt-bench compliance report: {t(run.label)}', '',
+           f'**Verdict: {t(model.verdict)}**'
+           + (f' _{t(j.headline[len(j.state):].strip() or j.headline)}_'
+              if j is not None and j.headline != j.state else ''), '']
     if j is not None:
-        if j.headline != j.state:
-            out += [f'_{t(j.headline)}_', '']
+        # The first screen: one line each (the verdict is the line above), details below.
+        out += [f'- **{label}:** {md_segments(segs)}' for label, segs in first_screen(model)
+                if label != 'Verdict'] + ['']
         out += ['Why:', ''] + [f'1. {t(r, line_start=True)}' for r in j.reasons] + ['']
         out += [f'Judged by {md_segments(judged_by(j))}.', '']
     out += [f'- {md_segments(line)}' for line in summary_lines(model)]
@@ -161,6 +179,7 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
                 'For each judged check: the kernel and its version, the command line that '
                 'produced the result, and the reference file and entry it was judged by.', '',
                 md_table(REPRODUCE_HEADER, repro)]
+    out += _nodes(model)
     if model.failures:
         out += ['', '## Failures and likely causes', '']
         for e in model.failures:

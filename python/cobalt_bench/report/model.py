@@ -11,9 +11,9 @@ from .. import preflight as pf
 from ..errors import CannotRun
 from ..judging import sanity
 from ..judging import verdict as vd
-from ..store import confine, documents
-from ..store.model import KIND_JOBS
+from ..store import documents, reader
 from ..store.result import Result
+from .fleet import flaky_nodes, fleet_plots
 from .plots import make_plots
 
 # Check families, matched against check names, kernel names and ReFrame tags; preflight
@@ -54,6 +54,8 @@ class Model:
     plots: list
     judgement: object = None            # verdict.Verdict: state, reasons, items
     cases: list = field(default_factory=list)   # the run's cases as judged
+    flaky: list = field(default_factory=list)   # fleet.Flaky: by the store's node history
+    flaky_note: str = ''                        # why the node history was not read
 
 
 def _preflight_docs(run, extra_file):
@@ -102,7 +104,8 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
     compliance definition and references, never the kernels' own thresholds.'''
     pre = _preflight_docs(run, preflight_file)
-    run, recorded = _job_judgements(run)
+    flaky, flaky_note = flaky_nodes(run)
+    run, recorded = reader.with_job_judgements(run)
     sitedef = vd.site_of_run(run, site, recorded)
     judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
     note = vd.site_note(run, sitedef, recorded)
@@ -139,48 +142,11 @@ def build(run, preflight_file=None, with_plots=True, site=None):
         failures.append(Explained(case, failing, candidates, _kernel_hints(case)))
     # Drawn from the judged cases: the reference curves need their bounds.
     plots = make_plots(replace(run, cases=judgement.cases)) if with_plots else []
+    if with_plots:
+        plots += fleet_plots(judgement.fleet)
     return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
-                 plots, judgement, judgement.cases)
+                 plots, judgement, judgement.cases, flaky, flaky_note)
 
-
-JUDGED_SUFFIX = '.judged.json'
-
-
-def judged_path(doc_path):
-    '''Where `cobalt-bench judge` (called by a job script) records its judgement of a job
-    document: mem-test-12.json -> mem-test-12.judged.json.'''
-    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
-    return base + JUDGED_SUFFIX
-
-
-def _job_judgements(run):
-    '''(run, sites) for job documents: the run with what each job's `cobalt-bench judge`
-    recorded beside its document (the partition, the command line) on its case, and the
-    site directories they name (what they say: verdict.site_of_run decides what is
-    loaded). A record that leaves the run (store.confine) is not read.'''
-    if run.kind != KIND_JOBS:
-        return run, []
-    sites = set()
-    root = confine.run_root(run.path)
-    cases = []
-    for case in run.cases:
-        for path in case.doc_paths:
-            if confine.file_problem(judged_path(path), root):
-                continue
-            try:
-                rec = documents.read_json(judged_path(path))
-            except (documents.Damaged, OSError):
-                continue
-            if not isinstance(rec, dict):
-                continue
-            if isinstance(rec.get('site_dir'), str):
-                sites.add(rec['site_dir'])
-            if isinstance(rec.get('partition'), str):
-                case = replace(case, judged_partition=rec['partition'])
-            if isinstance(rec.get('command'), str):
-                case = replace(case, command=rec['command'])
-        cases.append(case)
-    return replace(run, cases=cases), sorted(sites)
 
 
 def _pre_label(case, doc):

@@ -3,6 +3,8 @@
 import os
 
 from .. import preflight as pf
+from ..judging import fleet as fl
+from ..judging import verdict as vd
 from ..store import confine, documents, reader
 from ..store.result import Result
 from .format import fmt, fmt_bounds
@@ -44,13 +46,88 @@ CASE_HEADER = ['check', 'partition', 'node(s)', 'result (site\'s references)', '
                'kernel\'s own verdict (not the site\'s)']
 
 
+def preflight_outcome(case, judgement):
+    '''(result, reason) of a preflight case by the site's required settings, where they
+    did not all pass on its hosts (None: they did, or it requires none): the check ran
+    (ReFrame's PASS), but a required setting FAILED, and the table says so.'''
+    hosts = {d.get('host') for d in case.docs if isinstance(d, dict)
+             and d.get('test') == 'preflight'}
+    if not hosts or judgement is None:
+        return None
+    mine = [i for i in judgement.items if i.setting and i.required and i.host in hosts]
+    failed = [i.setting for i in mine if i.status is vd.FAILED]
+    missing = [i.setting for i in mine if i.status is vd.MISSING]
+    ran = f' (the check itself: {case.result.upper()})'
+    if failed:
+        return Result.FAIL.upper(), ('required preflight setting(s) failed: '
+                                     + ', '.join(failed) + ran)
+    if missing:
+        return vd.MISSING.upper(), ('required preflight setting(s) not determined: '
+                                    + ', '.join(missing) + ran)
+    return None
+
+
 def case_rows(model):
     rows = []
     for c in model.cases:
         reason = c.fail_reason if c.result is not Result.PASS else ''
-        rows.append([c.check, c.where, ', '.join(c.nodes), c.result.upper(),
+        result = c.result.upper()
+        by_settings = preflight_outcome(c, model.judgement) if c.result.passed else None
+        if by_settings:
+            result, reason = by_settings
+        rows.append([c.check, c.where, ', '.join(c.nodes), result,
                      (f'{c.fail_phase}: ' if c.fail_phase else '') + reason, own_verdict(c)])
     return rows
+
+
+def _some(texts, limit, width=90):
+    '''A few of `texts` on one line (each cut to `width`), with how many more there are.'''
+    cut = [t if len(t) <= width else t[:width - 1] + '\u2026' for t in texts[:limit]]
+    more = f'; and {len(texts) - limit} more (below)' if len(texts) > limit else ''
+    return '; '.join(cut) + more
+
+
+def first_screen(model):
+    '''The report's first lines, one each: the verdict; what ran and passed; what failed
+    (with the node); what was not judged and why; the bad nodes. (label, segments).'''
+    j = model.judgement
+    cases = model.cases
+    passed = {}
+    for c in cases:
+        if c.result.passed and not preflight_outcome(c, j):
+            key = f'{fl.check_name(c)} on {c.where}'
+            passed[key] = passed.get(key, 0) + 1
+    ran = [k + (f' x{n}' if n > 1 else '') for k, n in passed.items()]
+    settings = [i for i in (j.items if j else []) if i.setting and i.status is vd.PASSED]
+    if settings:
+        ran.append(f'{len(settings)} required preflight setting(s)')
+    items = j.items if j else []
+    failed = [i.what + (f' ({i.why.split(";")[0]})' if i.setting else '') for i in items
+              if i.status is vd.FAILED]
+    missing = [i.line() for i in items if i.status is vd.MISSING]
+    fleet = getattr(j, 'fleet', None) or fl.Fleet()
+    compared = [d for d in fleet.distributions if d.judged]
+    if fleet.bad_nodes:
+        bad = [(CODE, fleet.hostlist or '-'),
+               (VALUE, f' ({len(fleet.bad_nodes)}: '
+                + _some([f'{b.node}: {b.summary}' for b in fleet.bad_nodes], 5) + ')')]
+    else:
+        bad = [(VALUE, 'none' + ('' if compared else
+                                 f' found (no check ran on {fl.MIN_NODES} or more nodes to '
+                                 'compare them; failed cases name none)'))]
+    flaky = getattr(model, 'flaky', None) or []
+    if flaky:
+        bad.append((VALUE, '; flaky: '
+                    + _some([f.text() for f in flaky], 5)))
+    if getattr(model, 'flaky_note', ''):
+        bad.append((VALUE, f'; {model.flaky_note}'))
+    lines = [('Verdict', [(BOLD, j.headline if j else model.verdict)]),
+             ('Ran and passed', [(VALUE, f'{sum(passed.values())} of {len(cases)} check '
+                                         'case(s)' + (': ' + _some(ran, 8) if ran else ''))]),
+             ('Failed', [(VALUE, _some(failed, 6) if failed else 'nothing')]),
+             ('Not judged', [(VALUE, _some(missing, 4) if missing else 'nothing')]),
+             ('Bad nodes', bad)]
+    return lines
 
 
 def entry_text(m):

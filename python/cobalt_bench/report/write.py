@@ -11,6 +11,7 @@ import os
 
 from ..errors import CannotRun
 from ..fileio import write_atomic
+from .fleet import BAD_NODES_FILE, bad_nodes_text
 from .html import render_html
 from .markdown import render_markdown
 
@@ -47,8 +48,16 @@ def write_report(model, out_dir, formats):
         if model.judgement is not None:
             # The verdict for programs: state first, then the reasons and items.
             doc = os.path.join(out_dir, 'verdict.json')
-            write_atomic(doc, json.dumps(model.judgement.to_json(), indent=2) + '\n')
+            # The flaky nodes (the store's node history), apart from this run's bad nodes.
+            verdict = {**model.judgement.to_json(),
+                       'flaky_nodes': [f.to_json() for f in model.flaky]}
+            write_atomic(doc, json.dumps(verdict, indent=2) + '\n')
             written.append(doc)
+            # Always written (a comment only when no node is bad): a list of an earlier
+            # report is never left behind to be drained.
+            bad = os.path.join(out_dir, BAD_NODES_FILE)
+            write_atomic(bad, bad_nodes_text(model))
+            written.append(bad)
     except OSError as err:
         raise CannotRun(f'cannot write the report in {out_dir}: {err}')
     return written

@@ -1,7 +1,10 @@
 '''A site's compliance.yaml: what compliance requires (the checks, their workload, the
 preflight settings), or that the site is a demonstration. A missing file makes the site a
-demonstration.'''
+demonstration. `fleet: {outlier_threshold: T}`: how many robust sigmas a node may lie from
+its peers' median before it is flagged (judging.fleet, docs/fleet.md); default
+DEFAULT_OUTLIER_THRESHOLD.'''
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -9,6 +12,10 @@ from .checks import known_checks
 from .files import SiteError, entry_name, read_yaml
 
 COMPLIANCE = 'compliance.yaml'
+#: A node further than this many robust sigmas from its peers' median, in the metric's bad
+#: direction, is an outlier (judging.fleet); a site sets its own in compliance.yaml.
+DEFAULT_OUTLIER_THRESHOLD = 4.0
+KEYS = ('title', 'demonstration', 'required', 'preflight', 'fleet')
 
 
 @dataclass
@@ -26,6 +33,7 @@ class Compliance:
     #                             definition)
     required: list = field(default_factory=list)        # [Required]
     preflight: list = field(default_factory=list)       # setting patterns ('net.*.mtu')
+    outlier_threshold: float = DEFAULT_OUTLIER_THRESHOLD   # fleet: robust sigmas
 
     @property
     def is_definition(self):
@@ -44,10 +52,9 @@ def load_compliance(path, references, checks=None):
         what = 'an empty file' if raw is None else f'a {type(raw).__name__}'
         raise SiteError(f'{path}: expected a mapping (title, demonstration, required, '
                              f'preflight), not {what}')
-    unknown = set(raw) - {'title', 'demonstration', 'required', 'preflight'}
+    unknown = set(raw) - set(KEYS)
     if unknown:
-        raise SiteError(f'{path}: unknown keys {sorted(unknown)} (title, demonstration, '
-                             'required, preflight)')
+        raise SiteError(f'{path}: unknown keys {sorted(unknown)} ({", ".join(KEYS)})')
     comp = Compliance(path=path, title=str(raw.get('title') or ''),
                       demonstration=str(raw.get('demonstration') or '').strip())
     required = raw.get('required') or {}
@@ -81,10 +88,31 @@ def load_compliance(path, references, checks=None):
         raise SiteError(f'{path}: preflight: a list of setting names (patterns such as '
                              f'net.*.mtu), not {pre!r}')
     comp.preflight = pre
+    comp.outlier_threshold = _outlier_threshold(path, raw.get('fleet'))
     if comp.is_definition and not comp.required and not comp.preflight:
         raise SiteError(f'{path}: a compliance definition that requires nothing '
                              '(list the required checks, or say `demonstration: why`)')
     return comp
+
+
+def _outlier_threshold(path, fleet):
+    '''compliance.yaml's `fleet: {outlier_threshold: T}` (T a positive number of robust
+    sigmas); the default without it.'''
+    if fleet is None:
+        return DEFAULT_OUTLIER_THRESHOLD
+    if not isinstance(fleet, dict):
+        raise SiteError(f'{path}: fleet: a mapping (outlier_threshold: a number of robust '
+                        f'sigmas), not {fleet!r}')
+    unknown = set(fleet) - {'outlier_threshold'}
+    if unknown:
+        raise SiteError(f'{path}: fleet: unknown keys {sorted(map(str, unknown))} '
+                        '(outlier_threshold)')
+    value = fleet.get('outlier_threshold', DEFAULT_OUTLIER_THRESHOLD)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value <= 0:
+        raise SiteError(f'{path}: fleet: outlier_threshold: a positive number of robust '
+                        f'sigmas (default {DEFAULT_OUTLIER_THRESHOLD:g}), not {value!r}')
+    return float(value)
 
 
 def _leaves(data, depth):

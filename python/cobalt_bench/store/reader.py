@@ -16,10 +16,12 @@ recorded (its reference and fractional thresholds, its result).
 
 import os
 import re
+from dataclasses import replace
 
 from ..errors import CannotRun
 from ..tools import slurm
 from . import confine, perflog
+from . import documents
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
@@ -401,3 +403,44 @@ def load_run(path):
         run.damaged.append(d)
     _unfinished_jobs(run, marks, {p for p, _ in docs} | {d.path for d in damaged})
     return run
+
+
+#: Beside a job document, its `cobalt-bench judge` record.
+JUDGED_SUFFIX = '.judged.json'
+
+
+def judged_path(doc_path):
+    '''Where `cobalt-bench judge` (called by a job script) records its judgement of a job
+    document: mem-test-12.json -> mem-test-12.judged.json.'''
+    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
+    return base + JUDGED_SUFFIX
+
+
+def with_job_judgements(run):
+    '''(run, sites) for job documents: the run with what each job's `cobalt-bench judge`
+    recorded beside its document (the partition, the command line) on its case, and the
+    site directories they name (what they say: verdict.site_of_run decides what is
+    loaded). A record that leaves the run (store.confine) is not read.'''
+    if run.kind != KIND_JOBS:
+        return run, []
+    sites = set()
+    root = confine.run_root(run.path)
+    cases = []
+    for case in run.cases:
+        for path in case.doc_paths:
+            if confine.file_problem(judged_path(path), root):
+                continue
+            try:
+                rec = documents.read_json(judged_path(path))
+            except (documents.Damaged, OSError):
+                continue
+            if not isinstance(rec, dict):
+                continue
+            if isinstance(rec.get('site_dir'), str):
+                sites.add(rec['site_dir'])
+            if isinstance(rec.get('partition'), str):
+                case = replace(case, judged_partition=rec['partition'])
+            if isinstance(rec.get('command'), str):
+                case = replace(case, command=rec['command'])
+        cases.append(case)
+    return replace(run, cases=cases), sorted(sites)

@@ -25,10 +25,7 @@ ESC = '\x1b'
 CLEAR = f'{ESC}[2J{ESC}]0;owned{chr(7)}'
 
 
-@pytest.fixture(autouse=True)
-def _no_settings_from_environment(monkeypatch):
-    for name in ('COBALT_BENCH_RESULTS', 'COBALT_BENCH_SITE'):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures('no_store_settings')
 
 
 cobalt = cobalt_cli

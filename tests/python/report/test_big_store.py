@@ -20,10 +20,7 @@ DOC = json.loads((DATA / 'store' / 'mem-test.json').read_text())
 MAX_PIXELS = 4000
 
 
-@pytest.fixture(autouse=True)
-def _no_settings_from_environment(monkeypatch):
-    for name in ('COBALT_BENCH_RESULTS', 'COBALT_BENCH_SITE'):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures('no_store_settings')
 
 
 cobalt = cobalt_cli

@@ -28,10 +28,7 @@ STORE_DATA = DATA / 'store'
 MEMTEST = os.path.join('output', 'local', 'default', 'builtin', 'MemTest')
 
 
-@pytest.fixture(autouse=True)
-def _no_settings_from_environment(monkeypatch):
-    for name in ('COBALT_BENCH_RESULTS', 'COBALT_BENCH_SITE'):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures('no_store_settings')
 
 
 cobalt = cobalt_cli

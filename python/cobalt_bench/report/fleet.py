@@ -1,0 +1,223 @@
+'''The nodes of a run against their peers (judging.fleet) in the report: per partition a
+table of nodes sorted worst first, a plot of each distribution with its outliers marked,
+and bad-nodes.txt (docs/fleet.md).
+
+Bounded whatever the run holds: a table shows every flagged or failed node and at most
+MAX_ROWS others per partition; a distribution of more than STRIP_MAX nodes is drawn as a
+histogram (its outliers as red ticks) instead of one point per node; at most
+plots.MAX_PLOTS distributions are drawn (those with outliers first).
+
+A run read from a results store has its nodes' history read too (store.history, as of
+this run, bounded: only this run's nodes, at most their last LAST_RUNS runs each and
+HISTORY_MAX_RUNS runs in all): a node that failed in FLAKY_FAILS of its last LAST_RUNS
+runs is marked flaky (docs/node-history.md). A flaky node is not a bad node of this run.'''
+
+import re
+from dataclasses import dataclass
+
+from ..judging import fleet as fl
+from ..store import history as hist
+from .format import fmt
+from .plots import (MAX_NAME, MAX_PLOTS, PLAIN_TEXT, Plot, _left_out, _png, _pyplot, _slug,
+                    short)
+
+NODE_HEADER = ['node', 'check', 'metric', 'value', 'peers\' median', 'deviation', 'flagged',
+               'likely why (the node\'s preflight findings)']
+MAX_ROWS = 50           # nodes within their peers shown per partition (the flagged: all)
+STRIP_MAX = 300         # more nodes than this: a histogram
+MAX_LABELS = 20         # outliers named in a plot
+BAD_NODES_FILE = 'bad-nodes.txt'
+
+
+#: At most this many runs of the store are read for a report's node history.
+HISTORY_MAX_RUNS = 50
+
+
+@dataclass
+class Flaky:
+    '''A node of the run that failed in `failed` of its last `of` runs (store.history).'''
+    node: str
+    failed: int
+    of: int
+
+    def mark(self):
+        return f'flaky ({self.failed} of {self.of} runs)'
+
+    def text(self):
+        return f'{self.node} (failed {self.failed} of its last {self.of} runs)'
+
+    def to_json(self):
+        return {'node': self.node, 'failed': self.failed, 'of': self.of}
+
+
+def flaky_nodes(run, last=hist.LAST_RUNS, fails=hist.FLAKY_FAILS):
+    '''([Flaky], note): the flaky nodes of `run` by its store's node history, and why
+    that history could not be read ('' : it was, or the run is in no store). A history
+    that cannot be read never stops the report: no node is marked then.'''
+    where = hist.store_of(run)
+    nodes = hist.node_cases(run) if where else {}
+    if not nodes:
+        return [], ''
+    try:
+        h = hist.node_history(where[0], where[1], last, fails, nodes=set(nodes),
+                              current=run, max_runs=HISTORY_MAX_RUNS)
+    except Exception as err:    # the history of other runs: this run's report goes on
+        return [], f'node history not read: {type(err).__name__}: {short(err, 200)}'
+    flaky = [Flaky(n.node, n.failed_runs, len(n.runs)) for n in h.nodes.values() if n.flaky]
+    return sorted(flaky, key=lambda f: fl._host_key(f.node)), ''
+
+
+def flaky_of(model):
+    return {f.node: f for f in getattr(model, 'flaky', None) or []}
+
+
+def fleet_of(model):
+    j = getattr(model, 'judgement', None)
+    return getattr(j, 'fleet', None) or fl.Fleet()
+
+
+def flag_text(dist, v):
+    words = (['outlier'] if v.flagged else []) + (['failed'] if v.failed else [])
+    if not dist.judged and not words:
+        return f'not judged ({dist.nodes} nodes)'
+    return ', '.join(words)
+
+
+def deviation_text(v):
+    pct = f' ({v.percent:+.1f} %)' if v.percent is not None else ''
+    return f'{v.deviation:+.1f} \u03c3{pct}'
+
+
+def node_tables(model):
+    '''[(partition, rows, left out)]: the node table of each partition, worst first.'''
+    fleet, flaky = fleet_of(model), flaky_of(model)
+    by_part = {}
+    for dist in fleet.distributions:
+        for v in dist.values:
+            by_part.setdefault(dist.partition, []).append((dist, v))
+    out = []
+    for part, pairs in by_part.items():
+        pairs.sort(key=lambda dv: (not dv[1].failed, not dv[1].flagged,
+                                   dv[1].node not in flaky, -dv[1].score, dv[1].node,
+                                   dv[0].check, dv[0].metric))
+        def always(v):
+            return v.failed or v.flagged or v.node in flaky
+        shown = [p for p in pairs if always(p[1])]
+        rest = [p for p in pairs if not always(p[1])]
+        shown += rest[:MAX_ROWS]
+        rows = [[f'{v.node} {flaky[v.node].mark()}' if v.node in flaky else v.node,
+                 d.check, d.metric, f'{fmt(v.value)} {d.unit}'.rstrip(),
+                 fmt(d.median), deviation_text(v), flag_text(d, v),
+                 ', '.join(fl.finding_text(f) for f in v.findings[:3])]
+                for d, v in shown]
+        out.append((part, rows, max(0, len(rest) - MAX_ROWS)))
+    return out
+
+
+def node_table_intro(model):
+    fleet = fleet_of(model)
+    return (f'Each value of a check run on one node, against its peers (the same check and '
+            f'metric on the same partition): the peers\' median, the deviation in robust '
+            f'sigmas (max(1.4826 x MAD, 1 % of the median)) and in percent; a node more than '
+            f'{fleet.threshold:g} sigmas out in the metric\'s bad direction is an outlier '
+            f'(the site\'s threshold), a failed case is a bad node whatever its peers; fewer '
+            f'than {fl.MIN_NODES} nodes: no judgement. Worst first.')
+
+
+def left_out_text(n):
+    return (f'{n} more values of nodes within their peers are left out here (every value is '
+            'in the measurements\' tables).')
+
+
+def bad_nodes_text(model):
+    '''bad-nodes.txt: a comment that says what it is, then the bad nodes as one Slurm
+    hostlist line (none: the comment only, so that no earlier list is left behind).'''
+    fleet, run = fleet_of(model), model.run
+    label = _comment(run.label)
+    lines = [f'# cobalt-bench: bad nodes of run {label} (failed, or outliers against their '
+             f'peers at {fleet.threshold:g} robust sigmas); drain them with: scontrol '
+             f'update nodename=$(grep -v "^#" {BAD_NODES_FILE}) state=drain '
+             'reason="cobalt-bench"']
+    if fleet.unlisted:
+        lines.append('# not Slurm host names, left out of the list: '
+                     + _comment(', '.join(repr(n) for n in fleet.unlisted)))
+    if not fleet.bad_nodes:
+        lines.append('# no bad node in this run')
+    if fleet.hostlist:
+        lines.append(fleet.hostlist)
+    return '\n'.join(lines) + '\n'
+
+
+def _comment(text):
+    return re.sub(r'[\x00-\x1f\x7f-\x9f\u2028\u2029]', '?', str(text))[:500]
+
+
+# ---- plots ------------------------------------------------------------------------------
+
+def fleet_plots(fleet):
+    '''One plot per distribution of two nodes or more, those with outliers first.'''
+    dists = sorted(fleet.distributions,
+                   key=lambda d: (not any(v.flagged or v.failed for v in d.values),
+                                  d.partition, d.check, d.metric))
+    plots = []
+    plt = _pyplot()
+    with plt.rc_context(PLAIN_TEXT):
+        for n, d in enumerate(dists[:MAX_PLOTS]):
+            try:
+                plots.append(_plot(d, n))
+            except Exception as err:    # matplotlib's own limits: the report goes on
+                plt.close('all')
+                plots.append(Plot(_slug(f'nodes-{n}'), f'{short(d.check)}: not drawn',
+                                  'This plot could not be drawn: '
+                                  f'{type(err).__name__}: {short(err, 300)}', b''))
+    return _left_out(plots, 'node distributions', max(0, len(dists) - MAX_PLOTS))
+
+
+def _plot(dist, n):
+    plt = _pyplot()
+    title = short(f'{dist.check} {dist.metric} over {dist.nodes} nodes, {dist.partition}',
+                  3 * MAX_NAME)
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    bad = [v for v in dist.values if v.flagged or v.failed]
+    good = [v for v in dist.values if not (v.flagged or v.failed)]
+    if len(dist.values) <= STRIP_MAX:
+        order = sorted(dist.values, key=lambda v: fl._host_key(v.node))
+        x = {id(v): i for i, v in enumerate(order)}
+        ax.scatter([x[id(v)] for v in good], [v.value for v in good], s=14, color='#1f77b4',
+                   label='node')
+        ax.scatter([x[id(v)] for v in bad], [v.value for v in bad], s=36, color='#d62728',
+                   marker='x', label='outlier or failed')
+        for v in bad[:MAX_LABELS]:
+            ax.annotate(short(v.node, 16), (x[id(v)], v.value), fontsize=7,
+                        xytext=(3, 3), textcoords='offset points', color='#d62728')
+        ax.set_xlabel('nodes (by name)')
+        ax.set_xticks([])
+        axis_line = ax.axhline
+        ax.set_ylabel(short(dist.unit or dist.metric, 16))
+    else:
+        ax.hist([v.value for v in dist.values], bins=60, color='#1f77b4')
+        for i, v in enumerate(bad):
+            ax.axvline(v.value, ymax=0.06, color='#d62728', lw=1,
+                       label='outlier or failed' if i == 0 else None)
+        ax.set_xlabel(short(dist.unit or dist.metric, 16))
+        ax.set_ylabel('nodes')
+        axis_line = ax.axvline
+    axis_line(dist.median, color='#333333', lw=1, ls='-', label='median')
+    if dist.judged:
+        sides = {fl.Direction.LOWER: (-1,), fl.Direction.HIGHER: (1,)}.get(dist.direction,
+                                                                            (-1, 1))
+        for i, s in enumerate(sides):
+            axis_line(dist.median + s * dist.threshold * dist.sigma, color='#d62728', lw=1,
+                      ls='--', label=f'{dist.threshold:g} robust sigmas' if i == 0 else None)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+    flagged = len(dist.outliers)
+    caption = (f'{dist.check} {dist.metric} of each of {dist.nodes} nodes of {dist.partition} '
+               f'({dist.direction}): median {fmt(dist.median)} {dist.unit}, '
+               f'{flagged} outlier(s), {sum(v.failed for v in dist.values)} failed.'
+               + (f' {dist.note}.' if dist.note else
+                  f' Dashed: {dist.threshold:g} robust sigmas from the median.')
+               + (' A histogram: too many nodes for one point each; red ticks mark the '
+                  'outliers.' if len(dist.values) > STRIP_MAX else ''))
+    return Plot(_slug(f'nodes-{dist.partition}-{dist.check}-{dist.metric}-{n}'), title,
+                caption, _png(fig))

@@ -1,0 +1,175 @@
+'''The nodes against their peers in the report (report.fleet): a node table per partition
+sorted worst first, a plot per distribution with its outliers marked (a histogram past a
+few hundred nodes), bad-nodes.txt and verdict.json's bad_nodes, and the first screen that
+answers at a glance (one line each: verdict, passed, failed, not judged, bad nodes).'''
+
+import json
+import os
+import re
+
+from cobalt_bench import site as site_mod
+from cobalt_bench.judging import judge as jd
+from cobalt_bench.report import fleet as rp_fleet
+from cobalt_bench.report import model as rp_model
+from cobalt_bench.report.html import render_html
+from cobalt_bench.report.markdown import render_markdown
+from cobalt_bench.report.rows import case_rows
+from cobalt_bench.report.write import write_report
+from cobalt_bench.store import model as rs
+from cobalt_bench.store.result import Result
+
+SITE = site_mod.load_site('local')
+
+
+def mem_case(node, speed, late=0.1):
+    '''A MemTest case run on one node by ReFrame's --distribute, judged as ReFrame does by
+    the site's references.'''
+    c = rs.Case(check=f'MemTest %.part=local:default %.nid={node}', system='local',
+                partition='default', nodes=[node])
+    table = SITE.references.lookup('MemTest', 'local:default', {})
+    for name, value, unit in (('measured_speed', speed, 'Gbit/s'),
+                              ('percent_of_desired', 100.0 * speed / 8.0, '%'),
+                              ('desired_speed', 8.0, 'Gbit/s'),
+                              ('average_late', late, '%')):
+        ref = table.get(name)
+        if name == 'average_late':
+            # A site that judges the late share too (at most 10 %, absolute: a reference of
+            # 0): only judged metrics are compared with the peers (judging.fleet).
+            c.metrics.append(rs.Metric(name, value, unit, 0.0, upper_thres=10.0,
+                                       verdict=Result.PASS if value <= 10 else Result.FAIL))
+        elif ref is None:
+            c.metrics.append(rs.Metric(name, value, unit))
+        else:
+            c.metrics.append(rs.Metric(name, value, unit, ref.value, lower_thres=ref.lower,
+                                       upper_thres=ref.upper, verdict=jd.verdict_of(value, ref)))
+    failed = any(m.verdict is Result.FAIL for m in c.metrics)
+    c.result = Result.FAIL if failed else Result.PASS
+    if failed:
+        c.fail_phase, c.fail_reason = 'performance', 'measured_speed below its reference'
+    return c
+
+
+def preflight_case(node, governor):
+    doc = {'test': 'preflight', 'host': node, 'metrics': {}, 'findings': [
+        {'setting': 'cpu.governor', 'status': governor, 'value': 'powersave',
+         'expected': 'performance', 'fix': 'cpupower frequency-set -g performance',
+         'level': 'required', 'affects': ['memory']}]}
+    return rs.Case(check=f'Preflight %.part=local:default %.nid={node}', system='local',
+                   partition='default', nodes=[node], result=Result.PASS, docs=[doc])
+
+
+def sweep(n=8, slow=None, late=None):
+    '''A --distribute sweep of MemTest and Preflight over nodes n1..n<n>.'''
+    cases = []
+    for i in range(1, n + 1):
+        node = f'n{i}'
+        cases.append(mem_case(node, (slow or {}).get(node, 8.01),
+                              late=(late or {}).get(node, 0.1 + 0.001 * i)))
+        cases.append(preflight_case(node, 'fail' if node == 'n3' else 'pass'))
+    return rs.Run(path='/nonexistent/run', kind=rs.KIND_REFRAME, site='local',
+                  run_id='sweep', cases=cases)
+
+
+def test_report_names_bad_nodes_everywhere(tmp_path):
+    # n3 fails its reference (and its governor is wrong), n5's late share is an outlier.
+    run = sweep(slow={'n3': 7.0}, late={'n5': 5.0})
+    model = rp_model.build(run, site='local')
+    fleet = model.judgement.fleet
+    assert [b.node for b in fleet.bad_nodes] == ['n3', 'n5']
+    assert fleet.hostlist == 'n[3,5]'
+    [bad3, bad5] = fleet.bad_nodes
+    assert 'failed its references' in bad3.why and 'cpu.governor' in bad3.why
+    assert 'average_late' in bad5.why and 'robust sigmas' in bad5.why
+
+    out = tmp_path / 'report'
+    written = write_report(model, str(out), ('md', 'html'))
+    assert str(out / 'bad-nodes.txt') in written
+    lines = (out / 'bad-nodes.txt').read_text().splitlines()
+    assert lines[0].startswith('# ') and 'scontrol update' in lines[0]
+    assert lines[-1] == 'n[3,5]'
+    verdict = json.loads((out / 'verdict.json').read_text())
+    assert [b['node'] for b in verdict['bad_nodes']] == ['n3', 'n5']
+    assert verdict['bad_nodes_hostlist'] == 'n[3,5]'
+    assert any(r.startswith('BAD NODES (2): n[3,5]') for r in verdict['reasons'])
+
+    md = (out / 'report.md').read_text()
+    head = md.split('Why:')[0].splitlines()
+    # The first screen: the verdict, then one line each, before the detailed reasons.
+    labels = [line.split(':**')[0] for line in head if line.startswith('- **')]
+    assert labels == ['- **Ran and passed', '- **Failed', '- **Not judged', '- **Bad nodes']
+    failed = next(line for line in head if line.startswith('- **Failed'))
+    assert 'MemTest' in failed and '(n3)' in failed
+    bad = next(line for line in head if line.startswith('- **Bad nodes'))
+    assert '`n[3,5]`' in bad
+    # The node table, worst first: the failed node, then the outlier.
+    table = md.split('## Nodes against their peers')[1].split('\n## ')[0]
+    rows = [r for r in table.splitlines() if r.startswith('| n')][1:]    # less the header
+    assert rows[0].startswith('| n3 | MemTest |') and 'failed' in rows[0]
+    assert 'cpu.governor' in rows[0]
+    others = [r for r in rows if not r.startswith('| n3 |')]
+    assert others[0].startswith('| n5 | MemTest | average_late |') and 'outlier' in others[0]
+    assert 'outlier' not in ''.join(others[1:])
+    assert '![MemTest average_late over 8 nodes' in md
+    assert os.path.isdir(out / 'plots')
+
+    page = (out / 'report.html').read_text()
+    assert '<h2>Nodes against their peers</h2>' in page
+    assert page.index('<ul class="first">') < page.index('<p>Why:</p>')
+    assert '<code>n[3,5]</code>' in page
+
+
+def test_preflight_is_not_pass_beside_a_failed_required_setting():
+    model = rp_model.build(sweep(), site='local', with_plots=False)
+    rows = {(r[0], r[2]): r for r in case_rows(model)}
+    n3 = rows[('Preflight %.part=local:default %.nid=n3', 'n3')]
+    assert n3[3] == Result.FAIL.upper() and 'cpu.governor' in n3[4]
+    n1 = rows[('Preflight %.part=local:default %.nid=n1', 'n1')]
+    assert n1[3] == Result.PASS.upper()
+
+
+def test_a_clean_sweep_has_no_bad_nodes(tmp_path):
+    model = rp_model.build(sweep(), site='local', with_plots=False)
+    # n3's governor fails: its preflight case is not a measurement; no outlier, no failure.
+    assert model.judgement.fleet.bad_nodes == []
+    write_report(model, str(tmp_path), ('md',))
+    text = (tmp_path / 'bad-nodes.txt').read_text()
+    assert [line for line in text.splitlines() if not line.startswith('#')] == []
+    assert json.loads((tmp_path / 'verdict.json').read_text())['bad_nodes'] == []
+    md = (tmp_path / 'report.md').read_text()
+    assert '- **Bad nodes:** none' in md
+
+
+def test_one_node_no_node_table():
+    run = sweep(n=1)
+    model = rp_model.build(run, site='local', with_plots=False)
+    assert rp_fleet.node_tables(model) == []
+    assert '## Nodes against their peers' not in render_markdown(model)
+
+
+def test_node_names_are_text(tmp_path):
+    node = 'n1|<script>x</script>'
+    run = sweep(n=3, slow={'n2': 6.0})
+    for c in run.cases:
+        if c.nodes == ['n1']:
+            c.nodes = [node]
+    model = rp_model.build(run, site='local', with_plots=False)
+    md, page = render_markdown(model), render_html(model)
+    assert not re.search(r'(?<!\\)<script', md) and '<script>x' not in page
+    assert 'n1\\|\\<script>' in md and '&lt;script&gt;' in page
+    assert 'script' not in rp_fleet.bad_nodes_text(model).splitlines()[-1]
+
+
+def test_big_sweep_is_bounded(tmp_path):
+    n = 1000
+    run = sweep(n=n, slow={'n17': 6.0}, late={f'n{i}': 9.0 for i in (100, 200)})
+    model = rp_model.build(run, site='local')
+    assert model.judgement.fleet.hostlist == 'n[17,100,200]'
+    md = render_markdown(model)
+    table = md.split('## Nodes against their peers')[1].split('\n## ')[0]
+    rows = [r for r in table.splitlines() if r.startswith('| n')][1:]    # less the header
+    # n17 failed: each of its 4 metrics is shown; n100, n200: their outlier; 50 others.
+    assert len(rows) == 4 + 2 + rp_fleet.MAX_ROWS
+    assert 'more values of nodes within their peers are left out' in table
+    plots = [p for p in model.plots if p.name.startswith('nodes-')]
+    assert plots and all(p.png for p in plots)
+    assert any('histogram' in p.caption for p in plots)

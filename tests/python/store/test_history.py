@@ -1,0 +1,106 @@
+'''Node history (store.history, issue 28 item 4): results keyed by node across the runs of
+a store built from the recorded real run (plugins.stores), --distribute's names stripped,
+a node failing 2 of its last 5 runs flaky (also when a retry passed), one failing 1 of 5
+not, and the store read a run at a time.'''
+
+import pytest
+
+from cobalt_bench.store import history
+from cobalt_bench.store import reader
+from cobalt_bench.store.result import Result
+from plugins.stores import reframe_run, stamp
+
+OK, BAD = Result.PASS, Result.FAIL
+
+
+def test_distribute_names_are_stripped():
+    # As ReFrame 4.10.4 names a --distribute case (checked with make_test as
+    # reframe/frontend/testgenerators.py does: 'Foo %x=lo %.part=sys:x86 %.nid=n1').
+    assert history.check_name('MemTest %.part=local-slurm:x86 %.nid=n1') == 'MemTest'
+    assert history.check_name('EthTest %interface=lo %.part=sys:x86 %.nid=n12') == \
+        'EthTest %interface=lo'
+    assert history.check_name('MemTest %.repeat_no=3') == 'MemTest'
+    assert history.distributed_node('MemTest %.part=s:p %.nid=n7') == 'n7'
+
+
+@pytest.fixture
+def five_runs(tmp_path):
+    '''Five runs of n1, n2, n3: n1 fails in runs 2 and 4 (in run 4 only in a first try
+    that a retry passed), n2 fails in run 3 only, n3 never.'''
+    results = tmp_path / 'results'
+    plan = {1: {}, 2: {'n1': BAD}, 3: {'n2': BAD}, 4: {}, 5: {}}
+    for day, bad in plan.items():
+        nodes = {n: (7.5 if bad.get(n) else 8.0, bad.get(n, OK)) for n in ('n1', 'n2', 'n3')}
+        reframe_run(results, stamp(day), nodes, retried=('n1',) if day == 4 else ())
+    return results
+
+
+def test_a_node_failing_2_of_5_is_flaky_and_1_of_5_is_not(five_runs):
+    h = history.node_history(five_runs)
+    assert sorted(h.nodes) == ['n1', 'n2', 'n3'] and h.runs_read == 5
+    n1, n2, n3 = (h.nodes[n] for n in ('n1', 'n2', 'n3'))
+    assert (n1.failed_runs, n1.flaky) == (2, True)
+    assert (n2.failed_runs, n2.flaky) == (1, False)
+    assert (n3.failed_runs, n3.flaky) == (0, False)
+    # Newest first; the check the same in every run; the retry's hidden failure counted.
+    assert [r.label for r in n1.runs] == [f'local-slurm/{stamp(d)}' for d in (5, 4, 3, 2, 1)]
+    assert {e.check for r in n1.runs for e in r.entries} == {'MemTest'}
+    day4 = n1.runs[1]
+    assert day4.entries[0].result is Result.PASS and day4.entries[0].failed_tries == 1
+    assert day4.failed
+    e = n2.runs[2].entries[0]
+    assert (e.partition, e.result) == ('local-slurm:x86', Result.FAIL)
+    assert ('measured_speed', 7.5, 'Gbit/s') in e.metrics
+    assert n2.runs[2].date == '2026-11-03 00:00:00'
+
+
+def test_the_window_is_the_last_n_runs(five_runs):
+    h = history.node_history(five_runs, last=2)
+    assert [len(n.runs) for n in h.sorted_nodes()] == [2, 2, 2]
+    # n1's failures (runs 2 and 4): only run 4 is among its last 2.
+    assert h.nodes['n1'].failed_runs == 1 and not h.nodes['n1'].flaky
+    assert history.node_history(five_runs, last=5, fails=3).nodes['n1'].flaky is False
+
+
+def test_the_store_is_read_one_run_at_a_time_and_stops_for_one_node(tmp_path, monkeypatch):
+    results = tmp_path / 'results'
+    for day in range(1, 21):
+        reframe_run(results, stamp(day), {'n1': (8.0, OK), f'm{day}': (8.0, OK)})
+    loads = []
+    real = reader.load_run
+
+    def counted(path):
+        loads.append(path)
+        return real(path)
+    monkeypatch.setattr(history, 'load_run', counted)
+    h = history.node_history(results, node='n1', last=5)
+    assert len(loads) == 5 and list(h.nodes) == ['n1']
+    assert loads[0].endswith(stamp(20)), 'newest first'
+    loads.clear()
+    h = history.node_history(results, last=3)
+    # Every run read once; no node keeps more than its last 3 runs.
+    assert len(loads) == 20 and max(len(n.runs) for n in h.nodes.values()) == 3
+    assert len(h.nodes) == 21
+
+
+def test_a_multi_node_case_belongs_to_no_node(tmp_path):
+    results = tmp_path / 'results'
+    run = reframe_run(results, stamp(1), {'n1': (8.0, OK)})
+    text = (run / 'report.json').read_text().replace('"job_nodelist": ["n1"]',
+                                                     '"job_nodelist": ["n1", "n2"]')
+    (run / 'report.json').write_text(text)
+    assert history.node_history(results).nodes == {}
+
+
+def test_a_site_filter_and_a_running_run(tmp_path):
+    results = tmp_path / 'results'
+    reframe_run(results, stamp(1), {'n1': (8.0, OK)})
+    reframe_run(results, stamp(2), {'x1': (8.0, OK)}, site='other')
+    assert list(history.node_history(results, site='other').nodes) == ['x1']
+    assert sorted(history.node_history(results).nodes) == ['n1', 'x1']
+
+
+def test_a_perflogs_variant_name_is_its_check():
+    # Without report.json the cases come from the perflogs, named by ReFrame's unique name.
+    assert history.check_name('MemTest_3') == 'MemTest'
+    assert history.check_name('Something_3') == 'Something_3'
