@@ -120,14 +120,15 @@ def build(run, preflight_file=None, with_plots=True, site=None):
               if c.result.failed or c.result in (Result.ABORT, Result.ERROR)]
 
     failures = []
+    findings = {id(d): pf.findings_of(d) for _, d in pre}     # each document read once
+    by_host = {}
+    for c, d in pre:
+        by_host.setdefault(d.get('host'), []).append((c, d))
     for case in failed:
         fams = families(case)
         candidates = []
-        # Prefer the findings of the same partition and node; else any the run has.
-        same = [(c, d) for c, d in pre if c is not None and c.where == case.where
-                and (not case.nodes or d.get('host') in case.nodes or not d.get('host'))]
-        for c, doc in (same or pre):
-            for f in pf.findings_of(doc):
+        for c, doc in _explaining(case, pre, by_host):
+            for f in findings[id(doc)]:
                 if f.status in (pf.FAIL, pf.WARN, pf.UNKNOWN) and (
                         not fams or fams & set(f.affects)):
                     candidates.append((doc.get('host', '?'), f))
@@ -147,6 +148,21 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
                  plots, judgement, judgement.cases, flaky, flaky_note)
 
+
+
+def _explaining(case, pre, by_host):
+    '''The preflight documents that may explain a failed case: those of its nodes (any
+    partition: a sweep's preflight and mem-test are separate jobs); else those of its
+    partition; else one given with --preflight, or the run's only host's. Never every
+    node's: at 10,000 nodes that made every failure list 20,000 findings (bench/fleet-scale).'''
+    own = [cd for host in case.nodes for cd in by_host.get(host, ())]
+    if own:
+        return own
+    same = [(c, d) for c, d in pre if c is not None and c.where == case.where]
+    if same:
+        return same
+    given = [(c, d) for c, d in pre if c is None]
+    return given or (pre if len(by_host) == 1 else [])
 
 
 def _pre_label(case, doc):
