@@ -14,7 +14,7 @@ from .format import fmt, fmt_bounds
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, case_rows, damage_rows, finding_rows,
-                   first_screen, is_preflight, judged_by, link_target, metric_rows,
+                   first_screen, is_preflight, judged_by, link_target, metric_rows, recorded_rows,
                    reproduce_rows, summary_lines)
 
 
@@ -168,12 +168,15 @@ def render_html(model, out_dir=None):
             out.append(f'<h2>Preflight: {_e(c.where if c else run.label)}: DAMAGED</h2>'
                        f'<p>Could not read <code>{_e(documents.relpath(d.path, run.path))}'
                        f'</code>: {_e(d.problem)}</p>')
-    recorded = metric_rows(model, False)
+    recorded, more = recorded_rows(model)
     if recorded:
         out.append('<h2>Recorded measurements (not judged)</h2><details><summary>'
-                   f'{len(recorded)} values</summary>')
+                   f'{len(recorded) + more} values</summary>')
         out.append(_html_table(METRIC_HEADER[:5] + ['unit'],
                                [r[:5] + [r[7]] for r in recorded], num_cols=(4,)))
+        if more:
+            out.append(f'<p>... and {more} more recorded values: in the documents listed '
+                       'below.</p>')
         out.append('</details>')
     out.append(f'<hr><p class="small">cobalt-bench {_e(__version__)}, report written '
                f'{_e(datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"))} from:</p><ul '

@@ -19,7 +19,7 @@ from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, case_rows, damage_rows,
                    finding_rows, first_screen, is_preflight, judged_by, link_target,
-                   metric_rows, reproduce_rows, summary_lines)
+                   metric_rows, recorded_rows, reproduce_rows, summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
@@ -193,11 +193,14 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
             out += ['', f'## Preflight: {t(c.where if c else run.label)}: DAMAGED', '',
                     f'Could not read {md_code(documents.relpath(d.path, run.path))}: '
                     f'{t(d.problem)}']
-    recorded = metric_rows(model, False)
+    recorded, more = recorded_rows(model)
     if recorded:
         out += ['', '## Recorded measurements (not judged)', '',
                 md_table(METRIC_HEADER[:5] + ['unit'],
                           [r[:5] + [r[7]] for r in recorded])]
+        if more:
+            out += ['', f'... and {more} more recorded values: in the documents listed '
+                        'below.']
     out += ['', '---', f'cobalt-bench {__version__}, report written '
             f'{datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")} from:', '']
     out += [f'- {md_code(s)}' for s in model.run.sources]

@@ -181,6 +181,27 @@ def command_of(case, run_path):
 
 
 def metric_rows(model, judged):
+    '''The judged (or the recorded) metrics' rows of the report's tables; made once per
+    model, since the Markdown and the HTML both show them (10,000 cases: 100,000 rows).'''
+    made = model.__dict__.setdefault('_metric_rows', {})
+    if judged not in made:
+        made[judged] = _metric_rows(model, judged)
+    return made[judged]
+
+
+#: The recorded (not judged) values a report lists; beyond, it says how many more there
+#: are. They stay in the run's documents and report.json, which the report lists: a sweep
+#: of 1,000 nodes records 200,000 diagnostics, a table no one reads (32 MB of HTML).
+RECORDED_ROWS_MAX = 2000
+
+
+def recorded_rows(model):
+    '''(the recorded metrics' rows the report shows, how many more it leaves out).'''
+    rows = metric_rows(model, False)
+    return rows[:RECORDED_ROWS_MAX], max(0, len(rows) - RECORDED_ROWS_MAX)
+
+
+def _metric_rows(model, judged):
     rows = []
     for c in model.cases:
         for m in c.metrics:

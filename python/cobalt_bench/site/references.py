@@ -15,6 +15,7 @@ _resolve_reference) exactly, using ReFrame's own ScopedDict where ReFrame is ins
     that only for lowercase keys that hold YAML anchors (sjtu's `tolerances:`).
 '''
 
+import functools
 import math
 import os
 import re
@@ -36,7 +37,8 @@ REFERENCES = 'references.yaml'
 
 @dataclass(frozen=True)
 class Ref:
-    '''One reference: ReFrame's (value, lower, upper, unit) with where it was written.'''
+    '''One reference: ReFrame's (value, lower, upper, unit) with where it was written.
+    Its derived texts and bounds are worked out once (a sweep judges 100,000 metrics).'''
     value: float
     lower: object               # fraction (ReFrame's threshold) or None
     upper: object
@@ -48,18 +50,18 @@ class Ref:
     #                             ('local-slurm:.*', 'osu_latency')
     metric: str = ''
 
-    @property
+    @functools.cached_property
     def entry(self):
         '''Where it is written, as a person looks it up: "MemTest / 'local:default' /
         measured_speed".'''
         return ' / '.join([self.check, *(repr(k) for k in self.key), self.metric])
 
-    @property
+    @functools.cached_property
     def bounds(self):
         '''Its absolute bounds (site.bounds, ReFrame's rule).'''
         return Bounds.of(self.value, self.lower, self.upper)
 
-    @property
+    @functools.cached_property
     def label(self):
         return f'{os.path.basename(os.path.dirname(self.file))}/{REFERENCES}: {self.entry}'
 

@@ -10,6 +10,7 @@ end). A refused path is never opened; the reader records it as damage, named, so
 report says what it did not read and why.
 '''
 
+import functools
 import os
 import stat
 
@@ -26,13 +27,20 @@ def _inside(real, root):
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
+@functools.lru_cache(maxsize=64)
+def _real(root):
+    # A run's root, resolved once per process: a report checks every file of the run
+    # against it (30,000 files in a sweep of 1,000 nodes).
+    return os.path.realpath(root)
+
+
 def escapes(path, root):
     '''Why `path` leaves the run directory `root` ('' when it stays in it): a `..`
     component, or a real location (symlinks followed) outside the run.'''
     if '..' in str(path).split(os.sep):
         return f'{REFUSED}: the path has a ".." component (outside the run directory)'
     full = os.path.join(root, path)
-    if _inside(os.path.realpath(full), os.path.realpath(root)):
+    if _inside(os.path.realpath(full), _real(root)):
         return ''
     # Outside: named as a path elsewhere, or as a link from inside leading out.
     if _inside(os.path.abspath(full), os.path.abspath(root)):

@@ -8,6 +8,7 @@ the same store, N=100000); the suite keeps a few thousand.
 
 import json
 import os
+import re
 import struct
 
 import pytest
@@ -67,6 +68,10 @@ def test_many_job_documents(tmp_path):
     assert 'mem-test per NUMA domain' in md and 'of 3000 NUMA domains' in md
     checks = md.split('\n## Checks\n')[1].split('\n## ')[0]
     assert checks.count('| mem-test | job ') == 3000
+    # Every case is listed; the recorded diagnostics up to a bound, and how many more.
+    recorded = md.split('\n## Recorded measurements (not judged)\n')[1].split('\n---')[0]
+    assert recorded.count('\n| mem-test |') == 2000
+    assert re.search(r'\.\.\. and \d+ more recorded values', recorded), recorded[-300:]
 
 
 def test_a_huge_node_name(tmp_path):
