@@ -75,17 +75,6 @@ def add_arguments(parser, nonempty_path, run_spec, percent):
                         help='the results store RUN names are looked up in')
 
 
-def flagged_nodes(runs, site):
-    '''{(run label, node)} the fleet analysis (judging.fleet: a failed case, or an outlier
-    against its peers by the site's threshold) flags in the judged `runs`.'''
-    from ..judging import fleet
-    out = set()
-    for run in runs:
-        found = fleet.analyse(run.cases, run.kind, threshold=site.compliance.outlier_threshold)
-        out.update((run.label, b.node) for b in found.bad_nodes)
-    return out
-
-
 def _read(path):
     try:
         with open(path, encoding='utf-8') as fp:
@@ -102,9 +91,15 @@ def derive_command(specs, site_spec, tolerance=None, metrics=(), allow_bad=False
     site = load_site(site_spec)
     # As the site judges them (job documents carry only their kernel's own verdict until
     # then: a preflight document's "not compliant" is a finding, not a failed case).
-    runs = [with_job_judgements(load_run(resolve_run(spec, results)))[0] for spec in specs]
-    runs = [replace(run, cases=verdict.decide(run, site).cases) for run in runs]
-    d = dv.derive(runs, site, tolerance, allow_bad, flagged_nodes(runs, site), metrics)
+    # The verdict's fleet analysis (judging.fleet, the site's threshold) names the nodes
+    # that failed or stand out from their peers.
+    runs, flagged = [], set()
+    for spec in specs:
+        run = with_job_judgements(load_run(resolve_run(spec, results)))[0]
+        judged = verdict.decide(run, site)
+        runs.append(replace(run, cases=judged.cases))
+        flagged.update((run.label, b.node) for b in judged.fleet.bad_nodes)
+    d = dv.derive(runs, site, tolerance, allow_bad, flagged, metrics)
     for run, why in d.refused:
         say(f'refused {run}: {why}', sys.stderr)
     if d.refused:

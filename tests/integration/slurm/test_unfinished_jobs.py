@@ -123,30 +123,13 @@ def our_rfm_job(env, tmp_path):
 
 def test_reframe_does_not_pass_a_cancelled_check(tmp_path, slurm_cluster):
     # The site's own rate (8 Gbit/s), met up to the signal: only the interruption fails it.
-    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
-                    COBALT_BENCH_RUN_ID='run')
-    proc = subprocess.Popen(
-        [*REFRAME, '-C', os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
-         '-c', os.path.join(ROOT, 'reframe_checks'), '-r', '--system', 'local-slurm:x86',
-         '-n', 'MemTest', '--exec-policy', 'serial', '--nocolor',
-         '-S', 'kernel_opts=--stations 1 --desired-rate 8 --duration 120'],
-        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        jobid = wait_for(lambda: our_rfm_job(env, tmp_path), 180, 'the ReFrame job running')
+    env = reframe_env(tmp_path, slurm_cluster)
+
+    def cancel(jobid):
         time.sleep(10)      # mem-test under way (it allocates its buffers first)
         subprocess.run(['scancel', jobid], env=env, timeout=30, check=True)
-        out, _ = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=60)
-    assert proc.returncode != 0, out
-    with open(tmp_path / 'local-slurm' / 'run' / 'report.json') as fp:
-        report = json.load(fp)
-    (tc,) = [tc for run in report['runs'] for tc in run['testcases']
-             if tc['name'] == 'MemTest']
-    assert tc['result'] != 'pass', tc
-    assert tc['jobid'] == jobid
+
+    tc = run_reframe_memtest(tmp_path, env, during=cancel)
     # The kernel's partial document is marked, and ReFrame says why it failed.
     assert 'interrupted' in (tc['fail_reason'] or ''), (tc['fail_phase'], tc['fail_reason'])
 
@@ -231,6 +214,12 @@ def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, slurm_c
     assert 'incomplete' in out.lower(), out
 
 
+def reframe_env(tmp_path, slurm_cluster):
+    '''The environment of a ReFrame run whose results go to tmp_path/local-slurm/run.'''
+    return clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
+                     COBALT_BENCH_RUN_ID='run')
+
+
 def run_reframe_memtest(tmp_path, env, *options, during=None):
     '''A ReFrame run of MemTest on local-slurm:x86 with a 300 s load; `during(jobid)` is
     called once its Slurm job runs. The run's MemTest testcase of report.json.'''
@@ -258,8 +247,7 @@ def run_reframe_memtest(tmp_path, env, *options, during=None):
 
 
 def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):
-    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
-                    COBALT_BENCH_RUN_ID='run')
+    env = reframe_env(tmp_path, slurm_cluster)
     t0 = time.monotonic()
     tc = run_reframe_memtest(tmp_path, env, '-S', 'time_limit=2m')
     assert time.monotonic() - t0 < 250
@@ -270,8 +258,7 @@ def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):
 
 
 def test_reframe_names_a_node_failure(tmp_path, slurm_cluster):
-    env = clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
-                    COBALT_BENCH_RUN_ID='run')
+    env = reframe_env(tmp_path, slurm_cluster)
 
     def fail_its_node(jobid):
         time.sleep(10)          # mem-test under way
