@@ -55,6 +55,23 @@ def test_help(repo_root):
     assert "unknown command" in res.stderr
 
 
+@pytest.mark.parametrize("args, why", [
+    (["--nodes", "0"], "the number of nodes must be 1 to 64, not '0'"),
+    (["--nodes", "65"], "the number of nodes must be 1 to 64, not '65'"),
+    (["--nodes=x"], "the number of nodes must be 1 to 64, not 'x'"),
+    (["--node", "4"], "start: unknown option --node"),
+])
+def test_start_refuses_a_bad_node_count(repo_root, tmp_path, args, why):
+    """Refused before anything starts (exit 2), in a state directory never used."""
+    script = repo_root / "site-configs" / "local-slurm" / "cluster"
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "COBALT_SLURM_DIR": str(tmp_path / "none")}
+    res = subprocess.run([script, "start", *args], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert why in res.stderr
+    assert not (tmp_path / "none").exists()
+
+
 def test_status_of_a_cluster_that_never_ran(repo_root, tmp_path):
     """An empty state directory is a stopped cluster: exit 3."""
     script = repo_root / "site-configs" / "local-slurm" / "cluster"
