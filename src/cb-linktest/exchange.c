@@ -174,58 +174,76 @@ lt_pair_result lt_pair_exchange(const lt_config *cfg, lt_buffers *b, lt_faults *
 {
     const pair p = {.cfg = cfg, .bufs = b, .faults = f, .rank = rank, .peer = peer, .tag = tag};
     int lower = rank < peer;
+    /* the warm-up is timed too, but only for the main test's floor (lt_main_time), never
+     * for the matrix */
+    uint64_t t_warm = cb_now_ns();
     messages(&p, cfg->warmup);
-    uint64_t ns = 0;
+    uint64_t ns = 0, warm_ns = cb_now_ns() - t_warm, check_ns = 0;
     long batch = cfg->check_buffers ? b->nbuf : cfg->nmsg;
     double bad = 0, first_bad = 0;
     for (long m0 = 0; m0 < cfg->nmsg; m0 += batch) {
         long count = cfg->nmsg - m0 < batch ? cfg->nmsg - m0 : batch;
+        uint64_t t0 = cb_now_ns();
         if (cfg->check_buffers) {
             prepare_batch(&p, m0, count);
             lt_mpi_check(MPI_Sendrecv(NULL, 0, MPI_BYTE, peer, TAG_READY, NULL, 0, MPI_BYTE, peer, TAG_READY,
                                       MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
         }
-        uint64_t t0 = cb_now_ns();
+        uint64_t t1 = cb_now_ns();
         messages(&p, count);
-        ns += cb_now_ns() - t0;
-        if (cfg->check_buffers)
+        uint64_t t2 = cb_now_ns();
+        ns += t2 - t1;
+        if (cfg->check_buffers) {
             bad += check_batch(&p, m0, count, &first_bad);
+            check_ns += (t1 - t0) + (cb_now_ns() - t2);
+        }
     }
     double t = ns / 1e9 / (cfg->pattern == LT_SEMI ? 2.0 * cfg->nmsg : (double)cfg->nmsg);
     double mine[3] = {t, bad, first_bad}, theirs[3];
+    uint64_t t_res = cb_now_ns();
     lt_mpi_check(MPI_Sendrecv(mine, 3, MPI_DOUBLE, peer, TAG_RESULT, theirs, 3, MPI_DOUBLE, peer,
                               TAG_RESULT, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Sendrecv");
     double fb = first_bad == 0 ? theirs[2] : theirs[2] == 0 ? first_bad : fmin(first_bad, theirs[2]);
-    lt_pair_result r = {lower ? t : theirs[0], bad + theirs[1], fb};
+    lt_pair_result r = {lower ? t : theirs[0], bad + theirs[1], fb, (warm_ns + ns) / 1e9, ns / 1e9,
+                        check_ns / 1e9, (cb_now_ns() - t_res) / 1e9};
     return r;
 }
 
 /* ---- per-step figures, reduced to rank 0; each pair counted once, by its lower rank */
 typedef struct { double v; int rank; } double_int;
 typedef struct {
-    double_int max_t, min_t, max_err; /* min_t holds -t: one MAXLOC for all three */
-    double sum_t, count, sum_err, sum_bw, err_pairs;
+    double_int max_t, min_t, max_err; /* min_t holds -t: one MAXLOC for all six */
+    /* the main test's floor: the slowest pair's messages (all, timed only) and the most a
+     * pair spent in its messages and --check-buffers' work, seconds; sums for --serial-tests */
+    double_int max_msg, max_timed, max_busy;
+    double sum_t, count, sum_err, sum_bw, err_pairs, sum_msg, sum_timed, sum_busy;
     double first_bad; /* the first timed message with a wrong byte, over the step's pairs */
 } step_stats;
 
 static void reduce_step(const lt_config *cfg, int rank, int partner, lt_pair_result r, step_stats *out)
 {
-    double_int loc[3] = {{-INFINITY, rank}, {-INFINITY, rank}, {-1, rank}};
-    double sums[5] = {0, 0, 0, 0, 0};
+    double_int loc[6] = {{-INFINITY, rank}, {-INFINITY, rank}, {-1, rank}, {0, rank}, {0, rank}, {0, rank}};
+    double sums[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     if (partner > rank) {
         loc[0].v = r.t;
         loc[1].v = -r.t;
         loc[2].v = r.errors;
+        loc[3].v = r.msg_s;
+        loc[4].v = r.timed_s;
+        loc[5].v = r.msg_s + r.check_s;
         sums[0] = r.t;
         sums[1] = 1;
         sums[2] = r.errors;
         sums[3] = lt_gbits(cfg, r.t);
         sums[4] = r.errors > 0;
+        sums[5] = r.msg_s;
+        sums[6] = r.timed_s;
+        sums[7] = r.msg_s + r.check_s;
     }
-    double_int oloc[3];
-    double osums[5];
-    lt_mpi_check(MPI_Reduce(loc, oloc, 3, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD), "MPI_Reduce");
-    lt_mpi_check(MPI_Reduce(sums, osums, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    double_int oloc[6];
+    double osums[8];
+    lt_mpi_check(MPI_Reduce(loc, oloc, 6, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD), "MPI_Reduce");
+    lt_mpi_check(MPI_Reduce(sums, osums, 8, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
     double fb = partner > rank && r.first_bad > 0 ? r.first_bad : INFINITY, ofb = INFINITY;
     if (cfg->check_buffers)
         lt_mpi_check(MPI_Reduce(&fb, &ofb, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD), "MPI_Reduce");
@@ -235,6 +253,12 @@ static void reduce_step(const lt_config *cfg, int rank, int partner, lt_pair_res
         out->min_t = oloc[1];
         out->min_t.v = -out->min_t.v;
         out->max_err = oloc[2];
+        out->max_msg = oloc[3];
+        out->max_timed = oloc[4];
+        out->max_busy = oloc[5];
+        out->sum_busy = osums[7];
+        out->sum_msg = osums[5];
+        out->sum_timed = osums[6];
         out->sum_t = osums[0];
         out->count = osums[1];
         out->sum_err = osums[2];
@@ -278,6 +302,30 @@ static void tally_step(const lt_order *o, long step, const step_stats *st, progr
     }
     p->sum += st->sum_t;
     p->count += st->count;
+}
+
+static double since(uint64_t t0_ns)
+{
+    return (cb_now_ns() - t0_ns) / 1e9;
+}
+
+/* Rank 0: the step into the main test's floor and overheads. The floor is the step's
+ * slowest pair's messaging (with --serial-tests all its pairs', one after another). The
+ * step's busiest pair (messages and --check-buffers' work) ends the step: what its checks
+ * add is the checks' cost; rank 0 waits for that pair in the reduction, beyond its own
+ * messages and checks, and that wait is not the collectives' cost. */
+static void tally_main(lt_main_time *m, const lt_config *cfg, const step_stats *st, const lt_pair_result *mine,
+                       double start, double sync)
+{
+    double floor = cfg->serial ? st->sum_msg : fmax(st->max_msg.v, 0);
+    double busy = fmax(cfg->serial ? st->sum_busy : st->max_busy.v, floor);
+    m->floor_s += floor;
+    m->timed_floor_s += cfg->serial ? st->sum_timed : fmax(st->max_timed.v, 0);
+    m->sync_s += sync;
+    m->start_s += start;
+    m->wait_s += fmin(fmax(busy - mine->msg_s - mine->check_s, 0), sync - start);
+    m->check_s += busy - floor;
+    m->steps++;
 }
 
 /* Rank 0: the step's wrong bytes into the run's errors, the worst pair named. */
@@ -326,18 +374,23 @@ static void run_step(lt_run *run, long k, long iteration, progress *p)
     long orders = cfg->num_randomize_tasks + 1;
     long step = o->sched.order[k], tag = ((iteration - 1) * orders + o->pass) * o->sched.nsteps + step + 1;
     int partner = lt_partner_of(o, rank, step);
-    lt_pair_result res = {NAN, 0, 0};
+    lt_pair_result res = {.t = NAN};
+    uint64_t t0 = cb_now_ns();
+    double sync = 0; /* seconds in barriers (rank 0's count in lt_main_time) */
     if (cfg->serial) {
         for (int a = 0; a < run->world.size; a++) {
             int b = lt_partner_of(o, a, step);
             if (b <= a)
                 continue;
+            t0 = cb_now_ns();
             lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+            sync += since(t0);
             if (rank == a || rank == b)
                 res = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, partner, tag);
         }
     } else {
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+        sync += since(t0);
         if (partner >= 0)
             res = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, partner, tag);
     }
@@ -345,9 +398,12 @@ static void run_step(lt_run *run, long k, long iteration, progress *p)
     if (partner >= 0 && !(row[partner] >= res.t)) /* the slowest over iterations */
         row[partner] = res.t;
     step_stats st;
+    t0 = cb_now_ns();
     reduce_step(cfg, rank, partner, res, &st);
     if (rank != 0)
         return;
+    /* with --serial-tests the barriers also wait for the pairs before rank 0's */
+    tally_main(&run->test.main, cfg, &st, &res, cfg->serial ? 0 : sync, sync + since(t0) + res.sync_s);
     tally_step(o, step, &st, p);
     record_step_errors(&run->errors, o, k, step, &st);
     if (!cfg->quiet)
@@ -407,7 +463,12 @@ static int run_iteration(lt_run *run, long iteration, progress *p)
         lt_task_order(o, w, cfg, pass);
         announce_order(cfg, w, o, iteration, pass);
         for (long k = 0; k < o->sched.nsteps; k++) {
-            if (lt_stop_agreed(&run->test.interrupted)) {
+            uint64_t t0 = cb_now_ns();
+            int stop = lt_stop_agreed(&run->test.interrupted);
+            double dt = since(t0); /* rank 0's figure; the others' go unread */
+            run->test.main.sync_s += dt;
+            run->test.main.start_s += dt;
+            if (stop) {
                 if (w->rank == 0)
                     fprintf(cb_human(), "Interrupted in iteration %ld before step %ld of %ld\n", iteration,
                             k + 1, o->sched.nsteps);
@@ -428,27 +489,33 @@ void lt_run_iterations(lt_run *run)
 {
     const lt_config *cfg = run->cfg;
     const lt_world *w = &run->world;
+    lt_main_time *m = &run->test.main;
     if (cfg->all_to_all)
         lt_all_to_all(&run->mon, w, &run->bufs, cfg, 0);
     lt_phase(&run->mon, w, NULL);
+    uint64_t start = run->mon.phase_ns; /* the main test phase's start: its wall time */
     for (long iteration = 1;; iteration++) {
         progress p = {.t0 = cb_now_ns(), .min = INFINITY, .min_a = -1, .min_b = -1, .max_a = -1, .max_b = -1};
         if (w->rank == 0 && !cfg->quiet && (cfg->min_iterations > 1 || cfg->min_runtime > 0))
             fprintf(cb_human(), "Iteration %ld\n", iteration);
         if (run_iteration(run, iteration, &p)) {
             run->test.iterations = iteration;
+            m->wall_s = since(start);
             lt_phase(&run->mon, w, "main test");
             return;
         }
         if (w->rank == 0)
             print_iteration(cfg, iteration, &p);
         int more = iteration < cfg->min_iterations || (cb_now_ns() - w->t0_ns) / 1e9 < cfg->min_runtime;
+        uint64_t t0 = cb_now_ns();
         lt_mpi_check(MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        m->sync_s += since(t0);
         if (!more) {
             run->test.iterations = iteration;
             break;
         }
     }
+    m->wall_s = since(start);
     lt_phase(&run->mon, w, "main test");
     if (cfg->all_to_all && !lt_stop_agreed(&run->test.interrupted))
         lt_all_to_all(&run->mon, w, &run->bufs, cfg, 1);

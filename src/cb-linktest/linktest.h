@@ -138,9 +138,22 @@ typedef struct lt_monitor {
     double *a2a_all;         /* rank 0: [2][size] */
 } lt_monitor;
 
+/* Rank 0: where the main test's wall time went (exchange.c), against its floor: the sum
+ * over steps of the step's slowest pair's messaging (warm-up and timed). */
+typedef struct lt_main_time {
+    double wall_s;           /* the `main test` phase */
+    double floor_s, timed_floor_s; /* the slowest pair per step: all its messages; the timed only */
+    double sync_s;           /* rank 0 in the per-step collectives, barriers, result exchange */
+    double start_s;          /* the part of sync_s before the messages (stop check, barrier) */
+    double wait_s;           /* the part of sync_s spent waiting for a slower pair's messages */
+    double check_s;          /* what --check-buffers' work added: the busiest pair beyond the floor */
+    long steps;
+} lt_main_time;
+
 /* What the parallel test measured (exchange.c). */
 typedef struct lt_measured {
     double *row;             /* time per message with each partner; NaN: not tested */
+    lt_main_time main;       /* rank 0 */
     long iterations;
     /* a signal (cb_interrupted) on any rank stopped the test; every rank agrees on it at
      * the start of each step and of each retest (lt_stop_agreed) */
@@ -237,7 +250,10 @@ void lt_all_to_all(lt_monitor *m, const lt_world *w, lt_buffers *b, const lt_con
 /* exchange.c */
 /* Collective: whether any rank has had SIGINT, SIGTERM or SIGHUP; sets *interrupted then. */
 int lt_stop_agreed(int *interrupted);
-typedef struct { double t, errors, first_bad; } lt_pair_result; /* first_bad: 1-based message */
+/* first_bad: 1-based message; msg_s, timed_s: this rank's seconds in all of the pair's
+ * messages and in the timed ones; check_s, sync_s: in --check-buffers' work, in the
+ * result exchange */
+typedef struct { double t, errors, first_bad, msg_s, timed_s, check_s, sync_s; } lt_pair_result;
 lt_pair_result lt_pair_exchange(const lt_config *cfg, lt_buffers *b, lt_faults *f, int rank, int peer,
                                 long tag);
 void lt_run_iterations(lt_run *run);

@@ -170,6 +170,34 @@ static lt_verdict diagnose(const lt_run *run)
     return v;
 }
 
+/* A time that may be negative (an overhead share that rank 0's clock overlaps). */
+static const char *fmt_signed(double s, char *buf, size_t len)
+{
+    if (s >= 0)
+        return lt_fmt_time(s, buf, len);
+    buf[0] = '-';
+    lt_fmt_time(-s, buf + 1, len - 1);
+    return buf;
+}
+
+/* The main test's wall time against its floor (the slowest pair of each step), and where
+ * the rest went on rank 0: in the collectives before the messages, in those after them
+ * beyond waiting for the slowest pair's messages (which includes that pair starting after
+ * rank 0), in --check-buffers' work, and in its own (step lines). */
+static void print_main_time(const lt_main_time *m)
+{
+    char t[6][32];
+    double after = m->sync_s - m->start_s - m->wait_s;
+    double rest = m->wall_s - m->floor_s - m->start_s - after - m->check_s;
+    if (!(m->floor_s > 0)) /* no step ran (a signal before the first) */
+        return;
+    fprintf(cb_human(), "Main test: %s wall, floor %s (slowest pair per step, warm-up included), overhead "
+            "%.1f %%: sync %s before the messages, %s after them (late start included), buffer checks %s, "
+            "rest %s\n", lt_fmt_time(m->wall_s, t[0], 32), lt_fmt_time(m->floor_s, t[1], 32),
+            100 * (m->wall_s / m->floor_s - 1), lt_fmt_time(m->start_s, t[2], 32), fmt_signed(after, t[3], 32),
+            lt_fmt_time(m->check_s, t[4], 32), fmt_signed(rest, t[5], 32));
+}
+
 static void print_summary(const lt_run *run, const lt_verdict *v)
 {
     const lt_config *cfg = run->cfg;
@@ -187,6 +215,7 @@ static void print_summary(const lt_run *run, const lt_verdict *v)
         fprintf(cb_human(), "NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->order.expected);
     if (cfg->check_buffers)
         fprintf(cb_human(), "Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->errors.bytes, run->errors.pairs);
+    print_main_time(&run->test.main);
     if (!cfg->no_output && !run->write_failed)
         fprintf(cb_human(), "Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->world.size,
                run->world.size, cfg->output);
@@ -252,11 +281,23 @@ static void doc_metrics(cb_json *j, const void *ctx)
     }
 }
 
-/* slowest_pairs: the retested pairs with their hosts and both figures. */
-static void doc_slowest_pairs(cb_json *j, const void *ctx)
+/* slowest_pairs: the retested pairs with their hosts and both figures; main_test: the
+ * main test's wall time, its floor and rank 0's overheads (lt_main_time), in seconds. */
+static void doc_extra(cb_json *j, const void *ctx)
 {
     const lt_run *run = ((const doc_ctx *)ctx)->run;
     const lt_slow *slow = run->coll.slow;
+    const lt_main_time *m = &run->test.main;
+    cbj_obj_begin(j, "main_test");
+    cbj_num(j, "wall_s", m->wall_s);
+    cbj_num(j, "floor_s", m->floor_s);
+    cbj_num(j, "timed_floor_s", m->timed_floor_s);
+    cbj_num(j, "sync_s", m->sync_s);
+    cbj_num(j, "sync_start_s", m->start_s);
+    cbj_num(j, "sync_wait_s", m->wait_s);
+    cbj_num(j, "buffer_check_s", m->check_s);
+    cbj_int(j, "steps", m->steps);
+    cbj_obj_end(j);
     cbj_arr_begin(j, "slowest_pairs");
     for (int k = 0; k < run->coll.nretest; k++) {
         cbj_obj_begin(j, NULL);
@@ -280,7 +321,7 @@ static int write_json(const lt_run *run, const lt_verdict *v)
                        .duration_s = run->test.duration,
                        .threshold = cfg->min_bw_gbits > 0 ? cfg->min_bw_gbits : NAN, .passed = v->passed,
                        .interrupted = run->test.interrupted};
-    cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_slowest_pairs};
+    cb_doc_parts parts = {.config = doc_config, .metrics = doc_metrics, .extra = doc_extra};
     doc_ctx ctx = {run, v};
     return cb_doc_write(cfg->json_path, &env, &parts, &ctx);
 }

@@ -109,7 +109,7 @@ static void retest_slowest(lt_run *run)
         }
         int a = (int)slow[k].a, b = (int)slow[k].b;
         lt_mpi_check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-        lt_pair_result r = {-1, 0, 0};
+        lt_pair_result r = {.t = -1};
         if (rank == a || rank == b)
             r = lt_pair_exchange(cfg, &run->bufs, &run->faults, rank, rank == a ? b : a, -(long)(k + 1));
         double v[3] = {rank == a ? r.t : -1, rank == a ? r.errors : 0, rank == a ? r.first_bad : 0}, o[3];
