@@ -1,8 +1,10 @@
 # ReFrame checks for the GPU family: gpu-copy (the compliance document's PCIe test).
 #
-# Runs only on partitions that declare the feature `gpu` in the site config
-# (`'features': ['gpu']`); ReFrame does not generate the test for any other partition
-# (`reframe -l` shows none there; with -r it reports nothing to run for them). The
+# Runs only on partitions whose GPUs are NVIDIA's (placement 'nvidia gpu': the feature
+# `gpu` or GPU devices, and no other vendor named by extras 'gpu_vendor', a feature such as
+# 'amdgpu' or a device arch such as 'gfx90a'); ReFrame does not generate the test for any
+# other partition. Where no NVIDIA GPU is visible at run time gpu-copy exits 3 and the
+# check is skipped, naming what is missing. The
 # workload comes from the partition's extras['cobalt_bench']['gpu_copy_opts'] (or -S
 # kernel_opts=...; empty: gpu-copy's defaults, the compliance workload on every GPU), the
 # numbers from the
@@ -24,7 +26,7 @@ class GpuCopy(KernelJsonTest):
     '''gpu-copy: host <-> GPU copies on every GPU at once, and the links that explain them.'''
 
     descr = 'gpu-copy: PCIe bandwidth to every NVIDIA GPU (compliance GPU test)'
-    placement = 'gpu'
+    placement = 'nvidia gpu'
     kernel = 'gpu-copy'
     exclusive_access = True
     whole_node = True     # one task with every CPU: gpu-copy binds one thread per GPU

@@ -129,42 +129,44 @@ cb_results_dir() {
 }
 
 # A kernel's run under way: `cb_job_started JSON KERNEL` before the kernel starts writes
-# <JSON without .json>.started (the kernel, the job id, its nodes, when), and cb_judge removes it when
-# the script ends. A job killed before that (its node failed, its time limit came without
-# the signal, scancel --signal=KILL) leaves the mark, and `cobalt-bench report` names the
-# job that left no document, with Slurm's state of it, instead of forgetting it.
+# <JSON without .json>.started (the kernel, the job id, its nodes, when); `cobalt-bench
+# judge` removes it once it has recorded the job's end. A job killed before that (its node
+# failed, its time limit came without the signal, scancel --signal=KILL) leaves the mark,
+# and `cobalt-bench report` names the job that left no document, with Slurm's state of it,
+# instead of forgetting it.
 cb_job_started() {
     printf 'kernel %s\njob %s\nnodes %s\nstarted %s\n' "$2" "${SLURM_JOB_ID:-$$}" \
         "${SLURM_JOB_NODELIST:-$(hostname)}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
         > "${1%.json}.started" || say "cannot write ${1%.json}.started"
 }
 
-# The site's verdict of a kernel's JSON document, when the submitting shell names a site
-# (COBALT_BENCH_SITE: a name under site-configs/, or a site directory; sbatch hands it to
-# the job): `cobalt-bench judge` judges it by that site's references.yaml, the same file
-# and rule a ReFrame run of the site is judged by, and records the judgement beside it
-# (<name>.judged.json, which `cobalt-bench report` reads). The kernel's exit code is its
-# own verdict by its built-in threshold (for standalone use); with a site named, the job's
-# exit code is the site's. Partition: $COBALT_BENCH_PARTITION, else the Slurm partition
-# where the site has one of that name, else the site's only one.
-#   cb_judge JSON KERNEL_EXIT_CODE COMMAND_LINE; rc=$?
+# The job's end, judged: every exit status of the kernel (0, 1, 2, 3, a signal's 128+N, a
+# crash's) goes to `cobalt-bench judge --exit-status`, the one judge (the shell reads no
+# exit code). It records the end beside the document (<name>.judged.json, which `cobalt-bench
+# report` reads, even where the kernel was killed before it wrote the document) and, when
+# the submitting shell names a site (COBALT_BENCH_SITE: a name under site-configs/, or a
+# site directory; sbatch hands it to the job), judges the document by that site's
+# references.yaml, the same file and rule a ReFrame run of the site is judged by. Its exit
+# status is the job's: 0 met, 1 did not (or was killed, or crashed), 2 usage, 3 cannot run;
+# without a site, the kernel's own verdict (its built-in threshold). Partition:
+# $COBALT_BENCH_PARTITION, else the Slurm partition where the site has one of that name,
+# else the site's only one.
+#   cb_judge JSON KERNEL_EXIT_STATUS COMMAND_LINE; rc=$?
 cb_judge() {
-    local json=$1 rc=$2 command=$3 judged
-    rm -f "${json%.json}.started"       # the script ended: see cb_job_started
-    [ -n "${COBALT_BENCH_SITE:-}" ] || return "$rc"
-    # 2 (usage) and 3 (cannot run): nothing was measured, nothing to judge.
-    case $rc in 0|1) ;; *) return "$rc" ;; esac
+    local json=$1 status=$2 command=$3 judged
     if ! command -v cobalt-bench >/dev/null; then
-        say "cobalt-bench not found: cannot judge $json by site $COBALT_BENCH_SITE"
+        say "cobalt-bench not found: cannot record the end of $json (kernel exit status $status)"
         return 3
     fi
-    say "judging $json by site $COBALT_BENCH_SITE (cobalt-bench judge)"
-    cobalt-bench judge --site "$COBALT_BENCH_SITE" \
+    cobalt-bench judge --exit-status "$status" \
+        ${COBALT_BENCH_SITE:+--site "$COBALT_BENCH_SITE"} \
         ${COBALT_BENCH_PARTITION:+--partition "$COBALT_BENCH_PARTITION"} \
-        --command "$command" --json "${json%.json}.judged.json" "$json"
+        ${SLURMD_NODENAME:+--node "$SLURMD_NODENAME"} \
+        --command "$command" "$json"
     judged=$?
-    say "site verdict: exit code $judged (0 met the site's references, 1 did not, 3 cannot" \
-        "judge); the kernel's own (built-in threshold): exit code $rc"
+    say "verdict of $json${COBALT_BENCH_SITE:+ by site $COBALT_BENCH_SITE}: exit code $judged" \
+        "(0 met the site's references, 1 did not or the kernel was killed or crashed, 2" \
+        "usage, 3 cannot run); the kernel's own (built-in threshold): exit code $status"
     return "$judged"
 }
 

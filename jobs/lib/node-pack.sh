@@ -2,7 +2,8 @@
 # cobalt-bench: the single-node pack of jobs/node-sweep.slurm, run once on every node of
 # its allocation (srun --ntasks-per-node=1): preflight, mem-test and, where the node has an
 # NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
-# judged by the site (cb_judge) when the job names one.
+# its end recorded and judged (cb_judge: by the site when the job names one). DIR/<node>/plan
+# lists the tests the node is to run.
 #   bash node-pack.sh DIR
 # Exit code: the worst of the tests' (0 all met, 1 one did not, 3 one could not run).
 
@@ -22,36 +23,41 @@ SLURM_JOB_NODELIST=$node
 worst=0
 worse() { if [ "$1" -gt "$worst" ]; then worst=$1; fi; }
 
+# The node's plan, before any test: the report holds each planned test to a judged result
+# (a test without one is a failure of this node), and a node that wrote no plan at all
+# (its directory could not be made, its task never started) is one too.
+plan=()
 for test in ${NODE_SWEEP_TESTS:-preflight mem-test gpu-copy}; do
+    if [ "$test" = gpu-copy ] && [ ! -d /proc/driver/nvidia/gpus ]; then
+        say "gpu-copy: no NVIDIA GPU on this node, not run"
+        continue
+    fi
+    plan+=("$test")
+done
+printf '%s\n' "${plan[@]}" > "$dir/.plan.tmp" && mv -f "$dir/.plan.tmp" "$dir/plan" ||
+    say "cannot write $dir/plan"
+
+for test in "${plan[@]}"; do
     json="$dir/$test-$jobid.json"
     case $test in
         preflight)
-            cb_job_started "$json" preflight
-            cobalt-bench preflight --quiet --json "$json"
-            rc=$?
-            say "preflight exit code $rc (0 every setting passes, 1 one fails or is unknown)"
             # Recorded with the site's partition as the Preflight check of a ReFrame run is;
             # a setting that fails is a finding for the report (the likely why of an
-            # outlier), required or not by the site's compliance.yaml: not this verdict.
-            cb_judge "$json" "$rc" "cobalt-bench preflight --json $json" > /dev/null
-            [ "$rc" -le 1 ] || worse "$rc"
+            # outlier), required or not by the site's compliance.yaml.
+            cb_job_started "$json" preflight
+            cobalt-bench preflight --quiet --json "$json"
+            cb_judge "$json" "$?" "cobalt-bench preflight --json $json" > /dev/null
+            worse $?
             continue ;;
         mem-test) read -r -a opts <<< "${MEM_TEST_OPTS:-}" ;;
-        gpu-copy)
-            if [ ! -d /proc/driver/nvidia/gpus ]; then
-                say "gpu-copy: no NVIDIA GPU on this node, not run"
-                continue
-            fi
-            read -r -a opts <<< "${GPU_COPY_OPTS:-}" ;;
+        gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}" ;;
         *) say "unknown test '$test' in NODE_SWEEP_TESTS (preflight mem-test gpu-copy)"
            worse 2; continue ;;
     esac
     cb_job_started "$json" "$test"
     "$test" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
-    rc=$?
-    say "$test exit code $rc (0 compliant, 1 not compliant, 2 usage, 3 cannot run);" \
-        "log $dir/$test-$jobid.out"
-    cb_judge "$json" "$rc" "$test ${opts[*]} --json $json"
+    cb_judge "$json" "$?" "$test ${opts[*]} --json $json"
     worse $?
+    say "$test: log $dir/$test-$jobid.out"
 done
 exit "$worst"

@@ -96,7 +96,7 @@ def test_no_sys_path_edits():
 def test_package_imports_by_name():
     # The interpreter that runs the tests imports the checkout's package (bootstrap.sh
     # installs it editable): the parsers without ReFrame, the ReFrame side with it.
-    code = ('import cobalt_bench, cobalt_bench.parsers, cobalt_bench.reframe;'
+    code = ('import cobalt_bench, cobalt_bench.tools, cobalt_bench.reframe;'
             'print(cobalt_bench.__file__)')
     out = subprocess.run([sys.executable, '-c', code], text=True, capture_output=True,
                          cwd='/', timeout=120)

@@ -36,9 +36,16 @@ reference on the partition, judges nothing: that is an error (exit 1, named), ne
 pass. The kernel's own verdict (its built-in threshold, its exit code) is shown beside,
 labelled as such.
 
-exit status: 0 every result met its references, 1 one did not or could not be judged,
-2 usage error, 3 cannot run (no such site or result; references.yaml or compliance.yaml
-that judge nothing, with the file, check, partition and metric named).'''
+With --exit-status (what every job script does, whatever the kernel's status): a
+kernel killed by a signal or ended by a status the kernel contract does not define
+failed, named ("killed by SIGKILL"); 2 and 3 are "not run"; a document that is absent or
+unreadable after 0 or 1 is a lost result, a failure. The record is written in every case.
+
+exit status: 0 every result met its references, 1 one did not or could not be judged (a
+kernel killed or crashed too), 2 usage error (with --exit-status 2: the kernel's), 3
+cannot run (no such site or result; references.yaml or compliance.yaml that judge
+nothing, with the file, check, partition and metric named; with --exit-status 3: the
+kernel could not run here).'''
 
 EPILOG_PREFLIGHT = '''\
 Each setting is printed with its value, what is expected and the command that fixes it.
@@ -107,8 +114,22 @@ def build_parser():
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     jdg.add_argument('results', nargs='+', metavar='RESULT', type=nonempty_path,
                      help='a kernel JSON document, or a directory of them')
-    jdg.add_argument('--site', required=True, metavar='SITE', type=nonempty_path,
-                     help='a site name (site-configs/<SITE>) or a site directory')
+    jdg.add_argument('--site', metavar='SITE', type=nonempty_path,
+                     help='a site name (site-configs/<SITE>) or a site directory (required '
+                          'but with --exit-status, where none records the job\'s end '
+                          'unjudged)')
+    jdg.add_argument('--exit-status', metavar='N',
+                     help='the kernel\'s exit status as the job script got it ($?: 0, 1, 2, '
+                          '3, 128+N for signal N, any other): one job\'s end, judged by the '
+                          'one rule; RESULT is the document it was to write, which may be '
+                          'absent; the record goes beside it (NAME.judged.json) unless '
+                          '--json says where')
+    jdg.add_argument('--kernel', metavar='NAME', type=nonempty_path,
+                     help='with --exit-status: the kernel the job ran (default: its start '
+                          'mark\'s, else the document\'s name)')
+    jdg.add_argument('--node', metavar='NODE', type=nonempty_path,
+                     help='with --exit-status: the node it ran on (default: '
+                          '$SLURMD_NODENAME, else this host)')
     jdg.add_argument('--partition', metavar='PARTITION', type=nonempty_path,
                      help='the site partition that ran it (system:partition or partition; '
                           'default: $SLURM_JOB_PARTITION, else the site\'s only one)')
@@ -192,12 +213,14 @@ def main(argv=None):
                                      json_dest=args.json, record=args.record,
                                      probe=not args.no_probe, quiet=args.quiet)
         if args.command == 'linktest-report':
-            return linktest_report.run(args, reexec_module='cobalt_bench' if argv is None
-                                       else None)
+            return linktest_report.run(args, reexec=['cobalt_bench', *sys.argv[1:]]
+                                       if argv is None else None)
         if args.command == 'judge':
             from . import judge
             return judge.command(args.site, args.results, args.partition, args.json,
-                                 args.command_line, quiet=args.json == '-')
+                                 args.command_line, quiet=args.json == '-',
+                                 exit_status=args.exit_status, kernel=args.kernel,
+                                 node=args.node)
         if args.command == 'runs':
             from . import runs
             return runs.command(args.results, args.site)

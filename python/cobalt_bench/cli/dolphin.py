@@ -1,6 +1,5 @@
-'''`python3 -m cobalt_bench.cli.dolphin` (also `python3 -m cobalt_bench.parsers.dolphin`,
-the name the Slurm jobs of earlier releases call): the Dolphin tools' outputs, read and
-judged (cobalt_bench.tools.dolphin), for the Dolphin Slurm jobs.'''
+'''`python3 -m cobalt_bench.cli.dolphin`: the Dolphin tools' outputs, read and judged
+(cobalt_bench.tools.dolphin), for the Dolphin Slurm jobs.'''
 
 import json
 import os

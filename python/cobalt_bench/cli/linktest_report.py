@@ -66,7 +66,7 @@ def add_arguments(ap):
                     help='list at most N flagged links (default 20)')
 
 
-def _numpy(reexec_module):
+def _numpy(reexec):
     '''numpy, or re-run this command with the checkout's .venv Python when this Python
     lacks numpy or matplotlib (as `/usr/bin/python3 -m cobalt_bench ...` does); else
     CannotRun naming what is missing.'''
@@ -76,9 +76,9 @@ def _numpy(reexec_module):
         return numpy
     except ImportError as err:
         python = paths.venv_python()
-        if python and reexec_module and not os.environ.get(REEXEC_VAR):
+        if python and reexec and not os.environ.get(REEXEC_VAR):
             os.environ[REEXEC_VAR] = '1'
-            os.execv(python, [python, '-m', reexec_module, *sys.argv[1:]])
+            os.execv(python, [python, '-m', *reexec])
         raise CannotRun(
             f'{err.name or err} is missing: it needs numpy and matplotlib.\n'
             '  In a cobalt-bench checkout: ./bootstrap.sh --no-run (or .venv/bin/pip install '
@@ -93,7 +93,7 @@ def print_text(np, s, top):
     return bool(s.pairs_tested)
 
 
-def run(args, reexec_module=None):
+def run(args, reexec=None):
     '''The report of args.file (parsed options of add_arguments): the exit status. Raises
     UsageError (2) and CannotRun (3).'''
     if args.min_bandwidth is not None and args.min_bandwidth <= 0:
@@ -102,7 +102,7 @@ def run(args, reexec_module=None):
         raise UsageError('--factor and --top must not be negative')
     if args.pdf and args.no_pdf:
         raise UsageError('--pdf and --no-pdf exclude each other')
-    np = _numpy(reexec_module)
+    np = _numpy(reexec)
 
     data = load(np, args.file)
     s = Analysis(np, args.file, data, args.min_bandwidth, args.factor)
@@ -144,8 +144,7 @@ def main(argv=None):
                     version=f'{PROG} (cobalt-bench) {__version__}')
     add_arguments(ap)
     args = ap.parse_args(argv)
-    # Re-run as `python -m cobalt_bench.linktest_report` (the shim that calls this main):
-    # a module name that `-m` runs cleanly, as this package's cli imports this module.
-    reexec = None if argv is not None else 'cobalt_bench.linktest_report'
-    return exit_status(PROG, lambda: run(args, reexec_module=reexec), usage_error=ap.error)
+    # Re-run as `python -m cobalt_bench linktest-report ...`, the same command.
+    reexec = None if argv is not None else ['cobalt_bench', 'linktest-report', *sys.argv[1:]]
+    return exit_status(PROG, lambda: run(args, reexec=reexec), usage_error=ap.error)
 

@@ -20,6 +20,7 @@ Nothing here changes what it judges: each function returns a judged copy of the 
 import re
 from dataclasses import dataclass, field, replace
 
+from .. import kernels
 from .. import site as site_mod
 from ..site.bounds import Bounds, meets
 from ..store.result import Result
@@ -68,8 +69,10 @@ def check_class(case, checks=None):
     checks = site_mod.known_checks() if checks is None else checks
     if checks is not None and name in checks:
         return name
-    for doc in case.docs:
-        found = site_mod.check_of_kernel(doc.get('test', ''), checks)
+    # A job document's kernel, or the kernel a case without a document was to run (its
+    # job's record, its start mark, a sweep's plan): the check that runs it.
+    for kernel in [doc.get('test', '') for doc in case.docs] + [name]:
+        found = site_mod.check_of_kernel(kernel, checks)
         if found:
             return found
     return name
@@ -89,19 +92,38 @@ def as_recorded(metric):
 
 
 def recorded_case(case):
-    '''A ReFrame case as ReFrame judged it (no site at hand): its metrics' bounds.'''
-    return replace(case, metrics=[as_recorded(m) for m in case.metrics])
+    '''A ReFrame case as ReFrame judged it (no site at hand): its metrics' bounds; a pass
+    that no reference judged is UNJUDGED, never a pass.'''
+    metrics = [as_recorded(m) for m in case.metrics]
+    if case.result.passed and metrics and not any(m.judged for m in metrics):
+        return replace(case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
+                       fail_reason='unjudged: ReFrame recorded no reference for any of its '
+                                   'metrics')
+    return replace(case, metrics=metrics)
 
 
 def _stopped(case):
-    '''The case as a run that did not finish (ABORT, the cause named: the document marked
-    interrupted, the Slurm job state) when it did not; None otherwise.'''
-    reasons = [case.fail_reason if case.result is Result.ABORT else '',
+    '''The case as a run that did not finish when it did not, None otherwise: FAIL where
+    it is the node's failure (a signal, a crash, Slurm's OUT_OF_MEMORY or NODE_FAIL), NOT
+    RUN (SKIP) for exit status 2 or 3, else ABORT (cancelled, time limit, interrupted), the
+    cause named. The one rule of judging.exit_status and judging.sanity.'''
+    ended = case.exit_status
+    kernel = case.kernel or check_and_params(case.check)[0]
+    exited = ended.reason(kernel) if ended is not None else ''
+    reasons = [exited,
+               case.fail_reason if case.result is Result.ABORT else '',
                sanity.interrupted_reason(case.docs[0]) if case.docs else '',
                sanity.unfinished_job_reason(case.job_state)]
-    stopped = '; '.join(r for r in reasons if r)
-    return replace(case, result=Result.ABORT, fail_phase='run',
-                   fail_reason=stopped) if stopped else None
+    stopped = '; '.join(dict.fromkeys(r for r in reasons if r))
+    if not stopped:
+        return None
+    if (ended is not None and ended.failed) or sanity.node_fault_state(case.job_state):
+        result = Result.FAIL
+    elif ended is not None and ended.not_run and not case.docs:
+        result = Result.SKIP
+    else:
+        result = Result.ABORT
+    return replace(case, result=result, fail_phase='run', fail_reason=stopped)
 
 
 def no_reference(check, partition, site):
@@ -149,38 +171,68 @@ def _outcome(case, metrics, problems):
     '''(result, phase, reason) of a job document's case judged by its references.'''
     if problems:
         return Result.ERROR, 'references', '; '.join(p.text for p in problems)
-    errors = sanity.verification_errors(case.docs[0]) if case.docs else 0
-    if errors:
-        return Result.FAIL, 'sanity', sanity.verification_reason(case.kernel, errors)
     failed = [m for m in metrics if m.verdict.failed]
     if failed:
         return Result.FAIL, 'performance', 'failed to meet reference(s): ' + ', '.join(
             f'{m.name}={m.value:g} {m.unit} (bounds {Bounds(m.lower, m.upper).text()})'
             for m in failed)
     if any(m.verdict is Result.XFAIL for m in metrics):
-        return Result.XFAIL, '', ''
+        return Result.XFAIL, 'performance', 'known failure ($xfail): ' + ', '.join(
+            f'{m.name}={m.value:g} {m.unit} ({m.entry.xfail})'
+            for m in metrics if m.verdict is Result.XFAIL)
     return Result.PASS, '', ''
+
+
+def _sanity_problems(case):
+    '''The sanity rule (judging.sanity) of a job document, as ReFrame's checks apply it:
+    its own kernel, every metric its descriptor declares, finite and in the contract's
+    units, its data verified.'''
+    doc = case.docs[0]
+    kernel = doc.get('test') if isinstance(doc.get('test'), str) else ''
+    descriptor = kernels.KERNELS.get(kernel)
+    units = dict(descriptor.metrics) if descriptor else {}
+    return sanity.document_problems(doc, kernel, units)
+
+
+def _unit_problems(check, partition, case, refs):
+    '''A reference whose unit is not its metric's judges a number in another unit: an
+    error naming both, never a silent judgement.'''
+    out = []
+    for m in case.metrics:
+        ref = refs.get(m.name)
+        if ref is not None and ref.unit and m.unit and ref.unit != m.unit:
+            out.append(Problem(check, partition, (
+                f'{ref.file}: check {check}, partition {ref.key[0]!r}, metric {m.name!r}: '
+                f'the reference is in {ref.unit!r}, the {case.kernel or check} document '
+                f'gives {m.unit!r}: not comparable')))
+    return out
 
 
 def judge_doc_case(case, site, partition):
     '''(judged case, CaseJudgement) of a job document's case (results/slurm/) judged by the
     site's references, exactly as ReFrame would judge the same document in a run of the
-    site: each metric's reference, bounds and verdict, and the case's result (PASS, FAIL,
-    XFAIL, ERROR, or UNJUDGED when the references have nothing for it).'''
+    site: the exit status and Slurm's state first (a signal, a crash, a node fault: FAIL),
+    the sanity rule, then each metric's reference, bounds and verdict (PASS, FAIL, XFAIL,
+    ERROR, or UNJUDGED when the references have nothing for it).'''
     check = check_class(case)
     j = CaseJudgement(check, partition)
+    stopped = _stopped(case)
     if not case.docs:       # a job that left no document (store.reader) or a damaged one
-        return _stopped(case) or case, j
+        return stopped or case, j
     j.refs = site.references.lookup(check, partition)
     if case.result is Result.DAMAGED:
         return case, j
-    aborted = _stopped(case)
-    if aborted:             # never a pass, judged or not: the run did not finish
-        return aborted, j
+    if stopped:             # never a pass, judged or not: the run did not finish
+        return stopped, j
+    insane = ([case.foreign] if case.foreign else []) + _sanity_problems(case)
+    if insane:
+        return replace(case, result=Result.FAIL, fail_phase='sanity',
+                       fail_reason='; '.join(insane)), j
     if not j.refs:
         return replace(case, result=Result.UNJUDGED, fail_phase='',
                        fail_reason=no_reference(check, partition, site)), j
     refs = j.refs
+    j.problems += _unit_problems(check, partition, case, refs)
     metrics = [_judged_metric(m, refs[m.name]) if m.name in refs else m
                for m in case.metrics]
     have = {m.name for m in case.metrics}
@@ -199,8 +251,8 @@ def unjudged(case, reason):
     '''A job document's case that nothing of a site judges (the kernel's own verdict is no
     judgement of the site's: shown apart by the report, never as the case's result). An
     interrupted run is no unjudged one: it stopped, whatever judges it (issue 27).'''
-    if case.result is Result.DAMAGED:
-        return case
+    if case.result is Result.DAMAGED or (case.result is Result.FAIL and not case.docs):
+        return case     # unreadable, or lost (store.sweep, store.job_record): never a pass
     return _stopped(case) or replace(case, result=Result.UNJUDGED, fail_phase='',
                                      fail_reason=reason)
 

@@ -2,32 +2,36 @@
 to the document it just got (cobalt_bench.reframe.kernel), `cobalt-bench judge` and the
 report to a job's document (judging.judge), and the verdict reads what it said.
 
-  - the kernel ran: it exited 0 (compliant) or 1 (not compliant), the contract's statuses
-    of a run to judge; 2 (usage error), 3 (cannot run: no GPU) or any other is "did not
-    run": nothing was measured, so nothing failed a reference;
+  - the kernel ran: its exit status (store.exit_status, the one reading of it) is 0 or
+    1; 2 (usage error) and 3 (cannot run here) are "not run"; a signal or any other
+    status is a failure of its node, named;
   - its document is its own (`test`), has every metric the kernel's descriptor declares,
-    in the contract's units;
+    in the contract's units, and counts its verification errors;
   - it found no corrupted data: a kernel that counted verification errors failed, however
     fast it was.
 '''
 
-import re
-
-#: The kernel contract's exit statuses of a run to judge (docs/kernel-contract.md).
-RAN_EXIT_CODES = (0, 1)
-
-_NOT_RUN = ' did not run: exit code '
-_NOT_RUN_RE = re.compile(re.escape(_NOT_RUN) + r'-?\d+')
-
-
-def not_run_reason(kernel, exitcode):
-    '''What a check says of a kernel that exited with a status that is no run.'''
-    return f'{kernel}{_NOT_RUN}{exitcode}'
+from ..store.exit_status import CANNOT_RUN_CODE, ExitStatus, not_run_text
 
 
 def did_not_run(phase, reason):
-    '''Whether a failure (ReFrame's fail_phase and fail_reason) is not_run_reason's.'''
-    return phase == 'sanity' and bool(_NOT_RUN_RE.search(reason or ''))
+    '''Whether a recorded failure (fail_phase, fail_reason) is a kernel that was not run
+    (exit status 2 or 3): nothing was measured, so nothing failed a reference.'''
+    return phase in ('sanity', 'run') and not_run_text(reason)
+
+
+def cannot_run_here(code):
+    '''Whether a kernel's exit status says it cannot run here (3: absent hardware).'''
+    return isinstance(code, int) and not isinstance(code, bool) and \
+        code == CANNOT_RUN_CODE
+
+
+def exit_reason(kernel, code=None, signal=None):
+    '''Why a kernel that exited with `code` (or was ended by `signal`) is no run to judge;
+    '' when it is one (0 or 1).'''
+    if code is None and not signal:
+        return f'{kernel} left no exit status: its end was not seen'
+    return ExitStatus.of(code, signal).reason(kernel)
 
 
 def interrupted_reason(doc):
@@ -48,43 +52,76 @@ UNFINISHED_JOB_STATES = {
     'CANCELLED': 'cancelled',
     'DEADLINE': 'past its deadline',
     'NODE_FAIL': 'a node it ran on failed',
-    'OUT_OF_MEMORY': 'out of memory',
+    'OUT_OF_MEMORY': 'out of memory: the kernel was killed at its memory limit',
     'PREEMPTED': 'preempted',
     'TIMEOUT': 'it reached its time limit',
 }
+
+#: Of those, the states that are a failure of the node (FAIL), not a run cut short by
+#: someone (INCOMPLETE: cancelled, time limit, preempted).
+NODE_FAULT_JOB_STATES = ('BOOT_FAIL', 'NODE_FAIL', 'OUT_OF_MEMORY')
+
+
+def _state_word(state):
+    return str(state or '').split(' ', 1)[0].split(',', 1)[0].rstrip('+').upper()
 
 
 def unfinished_job_reason(state):
     '''Why a job with Slurm state `state` (sacct's word; 'CANCELLED by 1000' too) did not
     finish ('' when it did, or the state is unknown): such a job is never a pass, whatever
     its document says.'''
-    word = str(state or '').split(' ', 1)[0].rstrip('+').upper()
+    word = _state_word(state)
     why = UNFINISHED_JOB_STATES.get(word)
     return f'the job did not finish: Slurm job state {word} ({why})' if why else ''
 
 
+def node_fault_state(state):
+    '''Whether Slurm's state of a job is a failure of its node (out of memory, node
+    failure): the case FAILS, it is not merely incomplete.'''
+    return _state_word(state) in NODE_FAULT_JOB_STATES
+
+
+def _finite(value):
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value == value and value not in (float('inf'), float('-inf')))
+
+
 def document_problems(doc, kernel, metric_units):
     '''What makes `doc` no result of `kernel` with `metric_units` ({metric: unit}): a list
-    of ReFrame sanity messages, empty when it is one (an interrupted run is not one).'''
+    of sanity messages, empty when it is one (an interrupted run is not one). Every declared
+    metric must be there with a finite value in the contract's unit; a kernel that declares
+    `verification_errors` must count none.'''
     problems = [reason for reason in [interrupted_reason(doc)] if reason]
     if doc.get('test') != kernel:
         problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
-    metrics = doc.get('metrics', {})
-    missing = [m for m in metric_units if m not in metrics]
+    metrics = doc.get('metrics')
+    metrics = metrics if isinstance(metrics, dict) else {}
+    missing = [m for m in metric_units if not isinstance(metrics.get(m), dict)]
     if missing:
         problems.append(f'JSON result lacks metrics {missing}')
+    valueless = [m for m in metric_units if isinstance(metrics.get(m), dict)
+                 and not _finite(metrics[m].get('value'))]
+    if valueless:
+        problems.append(f'JSON metrics without a finite value: {valueless}')
     wrong = [f'{m} ({metrics[m].get("unit")!r}, expected {u!r})'
-             for m, u in metric_units.items() if m in metrics and metrics[m].get('unit') != u]
+             for m, u in metric_units.items()
+             if isinstance(metrics.get(m), dict) and metrics[m].get('unit') != u]
     if wrong:
         problems.append(f'JSON metrics in unexpected units: {wrong}')
+    if 'verification_errors' in metric_units and 'verification_errors' not in missing + \
+            valueless:
+        errors = verification_errors(doc)
+        if errors:
+            problems.append(verification_reason(kernel, errors))
     return problems
 
 
 def verification_errors(doc):
-    '''The verification errors a kernel's document counts (0: none, or not counted).'''
+    '''The verification errors a kernel's document counts (0: none, or not counted; whether
+    the kernel must count them is document_problems' question).'''
     m = (doc.get('metrics') or {}).get('verification_errors')
     value = m.get('value') if isinstance(m, dict) else None
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return value if _finite(value) else 0
 
 
 def verification_reason(kernel, errors):

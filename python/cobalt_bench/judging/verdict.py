@@ -126,11 +126,18 @@ class Verdict:
         return [f'BAD NODES ({len(bad)}): {self.fleet.hostlist or "-"}: {shown}{more}']
 
     @property
+    def any_unjudged(self):
+        '''A check ran that nothing of the site's judged.'''
+        return any(i.unjudged for i in self.items)
+
+    @property
     def headline(self):
         if self.state == DEMONSTRATION:
             tail = ('checks that ran failed their references' if self.checks_failed else
                     'the run is incomplete: a check did not finish or cannot be read'
                     if self.run_incomplete else
+                    'a check ran unjudged: the site has no reference for it'
+                    if self.any_unjudged else
                     'the checks that ran passed the demonstration references')
             return f'{DEMONSTRATION} (not a compliance verdict; {tail})'
         return self.state
@@ -139,8 +146,10 @@ class Verdict:
         if self.state == COMPLIANT:
             return 0
         if self.state == DEMONSTRATION:
-            # The demonstration worked: every check that ran passed, the run is whole.
-            return 1 if self.checks_failed or self.run_incomplete else 0
+            # The demonstration worked: every check that ran passed (judged: unjudged is
+            # no pass), the run is whole.
+            return 1 if self.checks_failed or self.run_incomplete or self.any_unjudged \
+                else 0
         return 1
 
     def to_json(self):
@@ -183,6 +192,12 @@ def _outcome(case, required, judgement):
     if judgement is not None and judgement.problems:
         return MISSING, '; '.join(p.text for p in judgement.problems)
     r = case.result
+    known = [m for m in case.metrics if m.verdict is Result.XFAIL]
+    if required and (r is Result.XFAIL or known) and not r.failed:
+        # A known failure is a failure: shown as one, never part of a compliant verdict.
+        return FAILED, 'known failure ($xfail) of a required check, not a pass: ' + (
+            '; '.join(f'{_metric_text(m)} ({m.entry.xfail if m.entry else Result.XFAIL})'
+                      for m in known) or case.fail_reason)
     if r.passed:
         if required and judgement is not None and not judgement.refs:
             return MISSING, (f'no reference for {judgement.check} on {judgement.partition}:'
@@ -204,7 +219,7 @@ def _outcome(case, required, judgement):
         if sanity.did_not_run(case.fail_phase, case.fail_reason):
             # KernelJsonTest: the kernel exited 2 (usage) or 3 (cannot run, e.g. no GPU):
             # nothing was measured, so nothing failed a reference; it was not run.
-            return MISSING, f'not run: {case.fail_reason}'
+            return MISSING, case.fail_reason
         return FAILED, (f'{case.fail_phase}: ' if case.fail_phase else '') + (
             case.fail_reason or 'failed')
     if r is Result.DAMAGED:
@@ -273,8 +288,15 @@ def _unjudged(run):
     '''The Verdict of a run without a site to judge it by.'''
     v = Verdict(INCOMPLETE)
     for case in run.cases:
-        v.cases.append(jd.unjudged(case, 'no site named to judge it by')
-                       if run.kind == KIND_JOBS else jd.recorded_case(case))
+        case = (jd.unjudged(case, 'no site named to judge it by') if run.kind == KIND_JOBS
+                else jd.recorded_case(case))
+        v.cases.append(case)
+        status, why = _outcome(case, None, None)
+        if case.result.failed or case.result is Result.ERROR:
+            v.checks_failed = True
+        v.items.append(Item(status, _case_label(case), why,
+                            unjudged=case.result is Result.UNJUDGED))
+    v.fleet = fl.analyse(v.cases, run.kind)
     v.items.append(Item(MISSING, 'site', 'no site to judge these results by: name one '
                         '(cobalt-bench report --site SITE, or COBALT_BENCH_SITE for the job '
                         'scripts)', True))
@@ -328,7 +350,10 @@ def decide(run, site, preflight_docs=(), partition=None):
         if case.result in (Result.ABORT, Result.DAMAGED, Result.UNKNOWN):
             v.run_incomplete = True
         seen.add(check)
-        v.items.append(Item(status, _case_label(case), why, req is not None,
+        # What a job was to produce and lost (a kernel killed before its document, a node
+        # of a sweep that wrote nothing): counted as required, whatever the check.
+        lost = run.kind == KIND_JOBS and case.result is Result.FAIL and not case.docs
+        v.items.append(Item(status, _case_label(case), why, req is not None or lost,
                             unjudged=case.result is Result.UNJUDGED))
 
     for name, req in required.items():

@@ -20,7 +20,3 @@ def of_check(check):
     '''The Kernel a ReFrame check class runs, or None.'''
     return next((k for k in KERNELS.values() if k.check == check), None)
 
-
-def compiled_binaries():
-    '''Every program `make` builds into bin/, for all kernels.'''
-    return [b for k in KERNELS.values() for b in k.binaries if b != 'cobalt-bench']

@@ -24,6 +24,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import SanityError
 
+from ..store.exit_status import ExitStatus
 from ..tools import osu, osu_install
 from .settings import SiteSettings, shell_args
 
@@ -111,9 +112,13 @@ class OsuBenchmark(rfm.RunOnlyRegressionTest, SiteSettings):
 
     @sanity_function
     def validate(self):
-        if self.job.exitcode != 0:
-            raise SanityError(f'{self.benchmark} did not run: exit code {self.job.exitcode}'
-                              f' ({self._stderr_tail() or "no stderr"})')
+        signal = getattr(self.job, 'signal', None)
+        if self.job.exitcode not in (0, None) or signal:
+            # OSU's own statuses are 0 or not: any other is a failure, a signal named.
+            ended = ExitStatus.of(self.job.exitcode, signal)
+            why = (ended.reason(self.benchmark) if ended.signal else
+                   f'{self.benchmark} failed: {ended.text()}')
+            raise SanityError(f'{why} ({self._stderr_tail() or "no stderr"})')
 
         table = self.table()
         self.osu_version = table.version

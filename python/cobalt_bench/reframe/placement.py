@@ -7,8 +7,15 @@ on exactly the partitions it fits, and `reframe -l` shows no check where it cann
   any           always                                      Preflight
   compute       it is not a login partition (feature        MemTest, EthTest
                 'login', or named 'login')
-  gpu           feature 'gpu', or GPU devices               GpuCopy
+  gpu           feature 'gpu', or GPU devices               (a GPU of any vendor)
                 ('devices': [{'type': 'gpu', ...}])
+  nvidia gpu    'gpu', and its GPUs are NVIDIA's or of no   GpuCopy
+                vendor said: not where the partition says
+                AMD or Intel (gpu_vendors: extras
+                'gpu_vendor' as EESSI writes it, features
+                'nvgpu'/'amdgpu'/'intelgpu' as CSCS does,
+                a GPU device's arch: sm_* NVIDIA, gfx*
+                AMD, pvc/xe* Intel)
   mpi           feature 'mpi'; in a system where no         OsuPt2Pt, OsuCollective,
                 partition has it: an MPI launcher (any but  CbLinkTest
                 local, ssh, clush, pdsh)
@@ -21,7 +28,7 @@ partition that fits (no InfiniBand port in sysfs, OSU not installed) is still a 
 says so. docs/running-at-a-site.md has the same table.
 '''
 
-__all__ = ['PLACEMENTS', 'fits', 'partitions_for']
+__all__ = ['PLACEMENTS', 'fits', 'gpu_vendors', 'partitions_for']
 
 # ReFrame's launchers that start one process on a node, not MPI ranks.
 _NOT_MPI = frozenset({'local', 'ssh', 'clush', 'pdsh'})
@@ -35,12 +42,43 @@ def _launcher(part):
     return getattr(part.launcher_type, 'registered_name', '')
 
 
+#: What real configurations say of a partition's GPU vendor (lower case).
+_VENDOR_FEATURES = {
+    'nvidia': {'nvgpu', 'nvidia', 'cuda', 'nvidia-gpu', 'gpu-nvidia'},
+    'amd': {'amdgpu', 'amd-gpu', 'gpu-amd', 'rocm', 'mi250', 'mi300'},
+    'intel': {'intelgpu', 'intel-gpu', 'gpu-intel', 'pvc', 'xe'},
+}
+_VENDOR_ARCH = (('sm_', 'nvidia'), ('gfx', 'amd'), ('pvc', 'intel'), ('xe', 'intel'))
+
+
+def _gpu(part):
+    return 'gpu' in part.features or bool(part.select_devices('gpu'))
+
+
+def gpu_vendors(part, setting):
+    '''The GPU vendors a partition's configuration names ('nvidia', 'amd', 'intel'): the
+    extras key 'gpu_vendor' (EESSI's convention; read, never required), its features, and
+    its GPU devices' arch.'''
+    vendors = set()
+    named = setting(part, 'gpu_vendor')
+    if isinstance(named, str) and named.strip():
+        vendors.add(named.strip().lower())
+    features = {f.lower() for f in part.features}
+    vendors |= {v for v, said in _VENDOR_FEATURES.items() if features & said}
+    for dev in part.select_devices('gpu'):
+        arch = str(getattr(dev, 'arch', '') or '').lower()
+        vendors |= {v for prefix, v in _VENDOR_ARCH if arch.startswith(prefix)}
+    return vendors
+
+
 # Each: (partition, setting) -> bool; setting(partition, name) is a site setting's value
 # (settings.partition_value, passed in: the settings table is the one reader of extras).
 PLACEMENTS = {
     'any': lambda p, setting: True,
     'compute': lambda p, setting: not _login(p),
-    'gpu': lambda p, setting: 'gpu' in p.features or bool(p.select_devices('gpu')),
+    'gpu': lambda p, setting: _gpu(p),
+    'nvidia gpu': lambda p, setting: _gpu(p) and (not gpu_vendors(p, setting) or
+                                                  'nvidia' in gpu_vendors(p, setting)),
     'mpi': lambda p, setting: 'mpi' in p.features,
     'mpi launcher': lambda p, setting: _launcher(p) not in _NOT_MPI,
     'infiniband': lambda p, setting: 'infiniband' in p.features,

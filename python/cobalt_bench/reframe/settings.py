@@ -13,9 +13,7 @@ check validates the namespace of every partition of the system when ReFrame inst
 it: a key inside `cobalt_bench` that is not declared here, or a value of the wrong type,
 is a ConfigError naming the partition, the key and what is allowed, never a silent
 default. A key that is absent takes its default. Keys outside the namespace belong to other
-suites and are not looked at, except cobalt-bench's own keys written flat (the layout
-before the namespace): they still work, type-checked, with a deprecation note naming the
-namespace.
+suites and are never looked at, whatever their names.
 
     python3 -c 'from cobalt_bench.reframe import settings; print(settings.describe())'
 prints the table.
@@ -31,14 +29,13 @@ import reframe.core.runtime as rt
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import ConfigError
-from reframe.core.logging import getlogger
 
 from .. import kernels
 from . import placement
 from .references import SiteReferences
 
 __all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
-           'check_system', 'deprecated_keys', 'describe', 'partition_value', 'session_id',
+           'check_system', 'describe', 'partition_value', 'session_id',
            'shell_arg', 'shell_args', 'shell_words',
            'site_extras',
            'value', 'values_of_partitions']
@@ -130,6 +127,14 @@ _SETTINGS = [
             '/sys/class/infiniband'),
     Setting('ib_write_bw_opts', str, '', "more ib_write_bw options for both sides, e.g. '-F'"),
     # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
+    Setting('prog_environ', str, '',
+            "the programming environment cobalt-bench's checks run with on this partition "
+            "(each check runs once per partition); '': the partition's first"),
+    Setting('site', str, '',
+            "the site directory whose references.yaml judges cobalt-bench's checks on this "
+            "partition (a cobalt-bench Site sets its own); '': $COBALT_BENCH_SITE, else "
+            "ReFrame's reference prefix (shared with other suites: their entries are "
+            "ignored), else none: the checks run unjudged"),
     Setting('dolphin', dict, {}, 'the Dolphin interconnect of the partition: ' +
             ', '.join(s.name for s in DOLPHIN), keys=DOLPHIN),
 ]
@@ -161,11 +166,6 @@ def _check_value(setting, value, where):
             _check_value(known[key], sub, f'{where}[{key!r}]')
 
 
-def deprecated_keys(extras):
-    '''cobalt-bench's settings written flat in a partition's extras (outside NAMESPACE).'''
-    return sorted(k for k in (extras or {}) if k in SETTINGS)
-
-
 def _namespace(extras):
     return (extras or {}).get(NAMESPACE) or {}
 
@@ -173,8 +173,7 @@ def _namespace(extras):
 def check_extras(extras, partition):
     '''Raise ConfigError unless every key of the cobalt-bench namespace of `extras` (the
     extras of the partition named `partition`, e.g. 'local:default'), and every setting
-    still written flat, is a site setting with a value of its type. Other keys are other
-    suites' business.'''
+    is a site setting with a value of its type. Other keys are other suites' business.'''
     extras = extras or {}
     where = f'partition {partition!r}: extras[{NAMESPACE!r}]'
     own = extras.get(NAMESPACE)
@@ -185,12 +184,6 @@ def check_extras(extras, partition):
         if key not in SETTINGS:
             raise _unknown(key, SETTINGS, where)
         _check_value(SETTINGS[key], val, f'{where}[{key!r}]')
-    for key in deprecated_keys(extras):
-        if key in (own or {}):
-            raise ConfigError(f"partition {partition!r}: extras[{key!r}] and "
-                              f"extras[{NAMESPACE!r}][{key!r}] both set it: keep the one in "
-                              f"extras[{NAMESPACE!r}]")
-        _check_value(SETTINGS[key], extras[key], f'partition {partition!r}: extras[{key!r}]')
 
 
 def check_system(system):
@@ -200,9 +193,8 @@ def check_system(system):
 
 
 def site_extras(extras):
-    '''The cobalt-bench settings a partition's extras give, the namespace over the old flat
-    keys.'''
-    return {**{k: extras[k] for k in deprecated_keys(extras)}, **_namespace(extras)}
+    '''The cobalt-bench settings a partition's extras give (its namespace).'''
+    return dict(_namespace(extras))
 
 
 def value(extras, name):
@@ -219,8 +211,16 @@ def value(extras, name):
     return val
 
 
+#: Keys other suites' conventions keep at the top of a partition's extras that cobalt-bench
+#: reads (never requires, never checks): EESSI's 'gpu_vendor' (placement: which GPUs).
+CONVENTIONS = ('gpu_vendor',)
+
+
 def partition_value(part, name):
-    '''The setting `name` of a ReFrame partition.'''
+    '''The setting `name` of a ReFrame partition (or a CONVENTIONS key's value, None where
+    absent).'''
+    if name in CONVENTIONS:
+        return (part.extras or {}).get(name)
     return value(part.extras, name)
 
 
@@ -275,20 +275,6 @@ def values_of_partitions(name):
     return [(p, partition_value(p, name)) for p in system.partitions]
 
 
-_NOTED = set()     # partitions whose flat keys were noted: once per partition and run
-
-
-def _note_deprecated(part):
-    keys = deprecated_keys(part.extras)
-    if not keys or part.fullname in _NOTED:
-        return
-    _NOTED.add(part.fullname)
-    getlogger().warning(
-        f"partition {part.fullname!r}: cobalt-bench settings written directly in extras "
-        f"({', '.join(keys)}) are deprecated: move them into extras[{NAMESPACE!r}] "
-        f"(docs/running-at-a-site.md)")
-
-
 class SiteSettings(SiteReferences):
     '''What every cobalt-bench check has: the site settings of its partition, validated;
     the partitions it fits (`placement`, placement.py); the site's references
@@ -300,16 +286,38 @@ class SiteSettings(SiteReferences):
     @run_after('init')
     def check_site_settings(self):
         # Every partition, not only this check's: a typo in any of them is a site error.
-        system = rt.runtime().system
-        check_system(system)
-        for part in system.partitions:
-            _note_deprecated(part)
+        check_system(rt.runtime().system)
 
     @run_after('init')
     def select_partitions(self):
         # A check narrows this further in a hook of its own (hooks of a base run first).
         self.valid_systems = placement.partitions_for(self.placement, rt.runtime().system,
                                                       partition_value)
+
+    @run_after('init')
+    def select_environment(self):
+        # Once per partition, not once per environment: the site's choice, else the
+        # partition's first (what a benchmark of the hardware needs of an environment is
+        # its kernels on PATH, the same in each).
+        parts = {p.fullname: p for p in rt.runtime().system.partitions}
+        chosen = set()
+        for name in self.valid_systems:
+            part = parts.get(name)
+            if part is None or not part.environs:
+                continue
+            named = partition_value(part, 'prog_environ')
+            names = [e.name for e in part.environs]
+            if named and named not in names:
+                raise ConfigError(f"partition {name!r}: extras[{NAMESPACE!r}]['prog_environ'] "
+                                  f"{named!r} is not one of its environments "
+                                  f"({', '.join(names)})")
+            chosen.add(named or names[0])
+        self.valid_prog_environs = sorted(chosen) or ['*']
+
+    def site_dir_of(self, part):
+        '''The site directory the partition's settings name for the references ('' none).'''
+        check_extras(part.extras, part.fullname)
+        return partition_value(part, 'site')
 
     def site_setting(self, name):
         '''The setting `name` (SETTINGS) of the partition the check runs on.'''

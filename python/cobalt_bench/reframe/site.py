@@ -21,9 +21,11 @@ Where things go (one directory per run, for the report tool):
   (YYYYmmddTHHMMSS-PID).
 
 References: `references.yaml` beside the site's config.py, in ReFrame's external reference
-format (checks say `reference = {'$ref': 'references.yaml'}`), found through ReFrame's
-reference prefix, which Site points at the site's directory. To judge a machine
-differently, copy the site directory and edit the copy's references.yaml; never the checks.
+format, which cobalt-bench's checks read themselves (cobalt_bench.reframe.references):
+SITE.checked() names the site's directory in every partition's
+extras['cobalt_bench']['site']; nothing of ReFrame's (its reference prefix, its modules) is
+set or changed. To judge a machine differently, copy the site directory and edit the copy's
+references.yaml; never the checks.
 
 A site config ends with `site_configuration = SITE.checked({...})`: the site's
 references.yaml and compliance.yaml are validated by cobalt-bench's one loader
@@ -54,16 +56,6 @@ class Site:
                 f'({paths.PACKAGE_DIR}) is in a cobalt-bench tree (checkout or `make install` '
                 'prefix); set COBALT_BENCH_ROOT to one')
         self.prefix = self._run_prefix()
-        # ReFrame's reference prefix (--reference-prefix, RFM_REFERENCE_PREFIX) is where
-        # checks' external references are looked up. ReFrame 4.10.4 reads it as
-        # `general/reference_prefix` but its configuration schema rejects that key in a
-        # file, so point the environment variable at this site's directory instead.
-        # ReFrame reads it after loading the config; an explicit --reference-prefix or
-        # RFM_REFERENCE_PREFIX still wins.
-        os.environ.setdefault('RFM_REFERENCE_PREFIX', self.dir)
-        # What an older ReFrame needs repaired (compat: references of 0 before 4.8, the
-        # topology a newer ReFrame cached before 4.6).
-        compat.repair()
 
     def checked(self, configuration):
         '''The site configuration, once this site's references and compliance definition
@@ -75,8 +67,10 @@ class Site:
         from ..errors import CannotRun
         if compat.too_old():
             raise ConfigError(compat.too_old())
-        # What this ReFrame's schema lacks (results database, processor platform) out.
+        # What this ReFrame's schema lacks (results database, processor platform) out; the
+        # site's references named in its own partitions' settings.
         configuration = compat.adapt_configuration(configuration)
+        configuration = self._with_site_references(configuration)
         try:
             systems, partitions = site.systems_of(configuration, self.dir)
             site.validate(self.dir, systems, partitions)
@@ -84,6 +78,27 @@ class Site:
             # ReFrame says "failed to load configuration: <this>" and exits 1.
             raise ConfigError(str(err)) from None
         return configuration
+
+    def _with_site_references(self, configuration):
+        '''A copy of `configuration` whose partitions name this site's directory in
+        extras['cobalt_bench']['site'] (where a partition names none itself): the checks
+        find the site's references there, with no process-wide setting.'''
+        systems = []
+        for system in configuration.get('systems', []):
+            system = dict(system)
+            parts = []
+            for part in system.get('partitions', []):
+                part = dict(part)
+                extras = dict(part.get('extras') or {})
+                own = extras.get('cobalt_bench')
+                if own is None or isinstance(own, dict):
+                    extras['cobalt_bench'] = {'site': self.dir, **(own or {})}
+                part['extras'] = extras
+                parts.append(part)
+            system['partitions'] = parts
+            systems.append(system)
+        return {**configuration, 'systems': systems} if 'systems' in configuration else \
+            configuration
 
     def _run_prefix(self):
         '''results/<site>/<run-id> in the results store (paths.results_dir: the same rule

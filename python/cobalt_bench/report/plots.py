@@ -358,7 +358,7 @@ OSU_PRIMARY = ('latency', 'bandwidth')
 
 def osu_table(text):
     '''The first value column of the OSU table in `text`, read by the checks' own parser
-    (cobalt_bench.parsers.osu): (column name, [(size, value)]), or None.'''
+    (cobalt_bench.tools.osu): (column name, [(size, value)]), or None.'''
     try:
         table = osu_parser.parse(text)
     except osu_parser.OsuParseError:

@@ -141,8 +141,8 @@ def bad_case(case):
         return f'{case.result}' + (f': {case.fail_reason}' if case.fail_reason else '')
     if case.failed_tries:
         return f'failed {case.failed_tries} tr(ies) before a retry passed'
-    if case.not_run:
-        return 'did not run'
+    if case.exit_status is not None and not case.exit_status.ran:
+        return case.exit_status.reason(case.kernel or case.check)
     return ''
 
 

@@ -199,10 +199,11 @@ def _looks_like_check(value):
         for v in value.values())
 
 
-def load_references(path, systems=None, partitions=None, checks=None):
+def load_references(path, systems=None, partitions=None, checks=None, shared=False):
     '''References of `path`, validated against the site's systems and partition full names
     (when given) and the suite's checks (known_checks()); SiteError naming the file
-    and entry otherwise.'''
+    and entry otherwise. `shared`: a file other suites keep their references in too
+    (ReFrame's reference prefix): their checks' entries are theirs, left unread.'''
     raw = read_yaml(path, 'cannot read the references')
     if raw is None:
         raise SiteError(f'{path}: the references file is empty: it judges nothing '
@@ -218,6 +219,8 @@ def load_references(path, systems=None, partitions=None, checks=None):
             raise SiteError(f'{path}: top-level key {check!r} is not a check name')
         if check[:1].islower() and not _looks_like_check(entry):
             continue                    # YAML anchors' holder (sjtu's `tolerances:`)
+        if shared and checks is not None and check not in checks:
+            continue                    # another suite's check: its entry is not ours
         if checks is not None and check not in checks:
             raise SiteError(
                 f'{entry_name(path, check)}: no check of the suite is named {check!r}, so this '

@@ -355,14 +355,6 @@ def _raise_problems(path, problems):
                       + (f' (and {len(problems) - 3} more)' if len(problems) > 3 else ''))
 
 
-def load_kernel_doc(path):
-    '''A kernel JSON document from `path`; Damaged naming the file and the first entries
-    that break the contract.'''
-    doc = read_json(path)
-    _raise_problems(path, kernel_doc_problems(doc))
-    return doc
-
-
 def load_preflight(path):
     '''A preflight document (cobalt-bench preflight --json FILE); Damaged if not one.'''
     doc = read_json(path)

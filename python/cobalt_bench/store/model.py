@@ -64,9 +64,14 @@ class Case:
     # partition it was judged on and the command line that produced it ('' : none).
     judged_partition: str = ''
     command: str = ''
-    # Set by ReFrame's sanity rule (judging.sanity): the kernel exited with a status that
-    # means it did not run (usage error, cannot run): nothing was measured.
-    not_run: bool = False
+    # The kernel's exit status as its job recorded it (store.exit_status.ExitStatus, from
+    # the `cobalt-bench judge` record beside a job document; None: not recorded).
+    exit_status: object = None
+    # The node a job's judgement record says the kernel ran on ('' : not recorded).
+    node: str = ''
+    # Why its document is not the result of the node it was found for ('' : it is): a
+    # sweep's node directory holding a document of another node of the allocation.
+    foreign: str = ''
     # ReFrame's earlier tries of this case in the same run (--max-retries) that failed:
     # the result is its last try's, these are what a retry hid (store.history counts them).
     failed_tries: int = 0

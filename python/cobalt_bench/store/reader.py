@@ -20,23 +20,17 @@ from dataclasses import replace
 
 from ..errors import CannotRun
 from ..tools import slurm
-from . import confine, perflog
-from . import documents
+from . import confine, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
+from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, judged_path,
+                         read_mark, read_record, record_status)
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
 
 #: ReFrame's job script in a test's directory: the report shows its kernel command line.
 JOB_SCRIPT = 'rfm_job.sh'
-
-#: A job script's mark beside the document to come (jobs/lib/cobalt-job.sh cb_job_started):
-#: <kernel>-<jobid>.started, removed when the script ends. Left behind: the job was killed
-#: before it ended (node failure, time limit, scancel) and may have left no document.
-STARTED = '.started'
-_MARK_LINE = re.compile(r'^(kernel|job|nodes|started) ([\w\[\],.:+-]{1,200})$')
-
 
 def _damage(case, path, problem):
     case.damaged.append(Damage(path, problem))
@@ -276,24 +270,13 @@ def _case_from_doc(doc, path):
     return case
 
 
-def _mark(path):
-    '''{kernel, job, nodes, started} of a job's start mark; {} when it is not one (bounded read).'''
-    try:
-        with open(path, encoding='utf-8', errors='replace') as fp:
-            text = fp.read(1024)
-    except OSError:
-        return {}
-    found = dict(m.groups() for m in map(_MARK_LINE.match, text.splitlines()) if m)
-    return found if found.get('job', '').isdigit() else {}
-
-
 def _unfinished_jobs(run, marks, documented):
     '''The cases of the jobs that left a start mark but no document, and the Slurm state of
     those and of the interrupted documents' jobs (what ended them).'''
     for path in marks:
         if path[:-len(STARTED)] + '.json' in documented:
             continue
-        mark = _mark(path)
+        mark = read_mark(path)
         name = os.path.basename(path)[:-len(STARTED)]
         jobid = mark.get('job', '')
         check = mark.get('kernel') or re.sub(r'-\d+$', '', name)
@@ -301,6 +284,7 @@ def _unfinished_jobs(run, marks, documented):
         run.cases.append(Case(
             check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
             nodes=[mark['nodes']] if mark.get('nodes') else [], result=Result.ABORT,
+            dirs=[os.path.dirname(path)],
             fail_phase='run',
             fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
                          'no document: it was ended before the kernel wrote one')))
@@ -362,12 +346,16 @@ def load_run(path):
         run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
         return run
 
-    docs, damaged, marks = [], [], []
+    docs, damaged, marks, records = [], [], [], []
     for dirpath, _, files in os.walk(path):
         for name in sorted(files):
             if name.endswith(STARTED) and not confine.file_problem(
                     os.path.join(dirpath, name), path):
                 marks.append(os.path.join(dirpath, name))
+            if name.endswith(JUDGED_SUFFIX):
+                if not confine.file_problem(os.path.join(dirpath, name), path):
+                    records.append(os.path.join(dirpath, name))
+                continue
             if name.endswith('.json'):
                 p = os.path.join(dirpath, name)
                 refused = confine.file_problem(p, path)
@@ -386,7 +374,7 @@ def load_run(path):
                     damaged.append(Damage(p, '; '.join(problems[:3])))
                 else:
                     docs.append((p, doc))
-    if not docs and not damaged and not marks:
+    if not docs and not damaged and not marks and not records:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
     run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
@@ -401,19 +389,20 @@ def load_run(path):
         _mark_damaged(case, path)
         run.cases.append(case)
         run.damaged.append(d)
-    _unfinished_jobs(run, marks, {p for p, _ in docs} | {d.path for d in damaged})
+    documented = {p for p, _ in docs} | {d.path for d in damaged}
+    for rec in records:
+        # A job whose kernel left no document but whose end was recorded (killed, crashed,
+        # not run): its case comes from the record, never lost.
+        if document_of(rec) in documented:
+            continue
+        case = case_of_record(rec)
+        if case is not None:
+            run.cases.append(case)
+            run.sources.append(rec)
+            documented.add(document_of(rec))
+    _unfinished_jobs(run, marks, documented)
+    sweep.account(run, path)
     return run
-
-
-#: Beside a job document, its `cobalt-bench judge` record.
-JUDGED_SUFFIX = '.judged.json'
-
-
-def judged_path(doc_path):
-    '''Where `cobalt-bench judge` (called by a job script) records its judgement of a job
-    document: mem-test-12.json -> mem-test-12.judged.json.'''
-    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
-    return base + JUDGED_SUFFIX
 
 
 def with_job_judgements(run):
@@ -430,11 +419,8 @@ def with_job_judgements(run):
         for path in case.doc_paths:
             if confine.file_problem(judged_path(path), root):
                 continue
-            try:
-                rec = documents.read_json(judged_path(path))
-            except (documents.Damaged, OSError):
-                continue
-            if not isinstance(rec, dict):
+            rec = read_record(judged_path(path))
+            if rec is None:
                 continue
             if isinstance(rec.get('site_dir'), str):
                 sites.add(rec['site_dir'])
@@ -442,5 +428,12 @@ def with_job_judgements(run):
                 case = replace(case, judged_partition=rec['partition'])
             if isinstance(rec.get('command'), str):
                 case = replace(case, command=rec['command'])
+            status = record_status(rec)
+            if status is not None:
+                case = replace(case, exit_status=status)
         cases.append(case)
+    for path in run.sources:    # the records of jobs that left no document
+        rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
+        if rec is not None and isinstance(rec.get('site_dir'), str):
+            sites.add(rec['site_dir'])
     return replace(run, cases=cases), sorted(sites)

@@ -224,13 +224,15 @@ def test_link_down_counts_timeouts_and_names_destination(tool, fabric, fabric_sc
 # ---- the ReFrame check (reframe_checks/subnet_management.py), real ReFrame ------------------
 
 
-def reframe_check(root, site, tmp_path, *options, **env_extra):
-    '''Run SmpMadStress on `site` with real ReFrame: (process, its report's testcase).'''
+def reframe_check(root, site, tmp_path, *options, site_dir=None, **env_extra):
+    '''Run SmpMadStress on `site` (or the copy of it in `site_dir`) with real ReFrame:
+    (process, its report's testcase).'''
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('RFM_', 'COBALT_BENCH_', 'COBALT_IB_'))}
     env.update(COBALT_BENCH_RESULTS=str(tmp_path / 'results'), COBALT_BENCH_RUN_ID='run',
                **env_extra)
-    proc = subprocess.run([*REFRAME, '-C', os.path.join(root, 'site-configs', site, 'config.py'),
+    site_dir = site_dir or os.path.join(root, 'site-configs', site)
+    proc = subprocess.run([*REFRAME, '-C', os.path.join(site_dir, 'config.py'),
                            '-c', os.path.join(root, 'reframe_checks', 'subnet_management.py'),
                            '-r', '--nocolor', *options], cwd=str(tmp_path), env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
@@ -260,15 +262,16 @@ def test_reframe_check_passes_on_the_fabric(root, tool, fabric, tmp_path):
 
 def test_reframe_check_fails_when_a_reference_is_unreachable(root, tool, fabric, tmp_path):
     import yaml
-    with open(os.path.join(root, 'site-configs', 'local-ib', 'references.yaml')) as fp:
-        refs = yaml.safe_load(fp)
-    # a floor no fabric reaches: the same run, judged by it
+    # A copy of the site whose references.yaml has a floor no fabric reaches (a site is
+    # judged differently by a copy of its directory): the same run, judged by it.
+    site = tmp_path / 'local-ib'
+    shutil.copytree(os.path.join(root, 'site-configs', 'local-ib'), site,
+                    ignore=shutil.ignore_patterns('__pycache__'))
+    refs = yaml.safe_load((site / 'references.yaml').read_text())
     refs['SmpMadStress']['local-ib:default']['mad_rate'][0] = 1e9
-    prefix = tmp_path / 'refs'
-    prefix.mkdir()
-    (prefix / 'references.yaml').write_text(yaml.safe_dump(refs))
-    proc, case = reframe_check(root, 'local-ib', tmp_path, COBALT_IB_DIR=fabric['_state'],
-                               RFM_REFERENCE_PREFIX=str(prefix))
+    (site / 'references.yaml').write_text(yaml.safe_dump(refs))
+    proc, case = reframe_check(root, 'local-ib', tmp_path, site_dir=str(site),
+                               COBALT_IB_DIR=fabric['_state'])
     assert proc.returncode != 0 and case['result'] == 'fail', proc.stdout
     assert case['fail_phase'] == 'performance', case['fail_reason']
     assert 'mad_rate' in case['fail_reason'], case['fail_reason']

@@ -121,21 +121,20 @@ def test_a_typo_inside_the_namespace_is_still_an_error_naming_key_and_partition(
     assert 'Found 0 check(s)' in proc.stdout
 
 
-def test_settings_written_flat_still_work_with_a_deprecation_note(tmp_path):
+def test_settings_written_flat_are_another_suites_keys(tmp_path):
     config = tmp_path / 'config.py'
     text = OTHER_SUITE.read_text()
-    # the partition's namespace taken apart: its one setting written flat
-    flat = re.sub(r"'cobalt_bench': \{\s*('mem_test_opts': '[^']*',)\s*\},", r'\1', text)
+    # the partition's namespace taken apart: its one setting written flat, with a value
+    # cobalt-bench would refuse: outside the namespace it is another suite's key
+    flat = re.sub(r"'cobalt_bench': \{\s*'mem_test_opts': '[^']*',\s*\},",
+                  "'mem_test_opts': 42,", text)
     assert flat != text
     config.write_text(flat)
     proc = reframe('-C', str(config), '-c', os.path.join(CHECKS, 'memory.py'), '-l',
                    cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout
     assert '- MemTest /' in proc.stdout, proc.stdout
-    assert ("partition 'hpc:cpu': cobalt-bench settings written directly in extras "
-            "(mem_test_opts) are deprecated: move them into extras['cobalt_bench']"
-            ) in proc.stdout, proc.stdout
-    assert proc.stdout.count('are deprecated') == 1, proc.stdout
+    assert 'mem_test_opts' not in proc.stdout and 'deprecated' not in proc.stdout, proc.stdout
 
 
 # ---- references that lack a partition --------------------------------------------------
@@ -184,5 +183,6 @@ def test_options_from_the_extras_run_no_shell(opts, tmp_path):
                    '--system', 'hpc:cpu', cwd=tmp_path)
     assert not mark.exists(), f'the job shell ran a command from the extras:\n{proc.stdout}'
     # mem-test got the words as they are, and refused them: a usage error, never a pass
-    assert proc.returncode != 0 and 'mem-test did not run: exit code 2' in proc.stdout, \
+    assert proc.returncode != 0 and 'mem-test not run: usage error (exit status 2)' in \
+        proc.stdout, \
         proc.stdout

@@ -11,21 +11,33 @@ from plugins.kernels import GPU_COPY_RISER_SIM, GPU_COPY_SMALL
 
 SITE = '''from cobalt_bench.reframe.site import Site
 SITE = Site('gpusim', __file__)
-site_configuration = {{
+site_configuration = SITE.checked({{
     'systems': [{{
         'name': 'gpusim', 'hostnames': ['.*'], 'modules_system': 'nomod', 'prefix': SITE.prefix,
         'partitions': [
             {{'name': 'gpu', 'scheduler': 'local', 'launcher': 'local', 'environs': ['builtin'],
               'features': ['gpu'], 'max_jobs': 1,
               'env_vars': [['PATH', '{bindir}:$PATH'], ['GPU_COPY_FAKE_GPUS', {fake!r}]],
-              'extras': {{'gpu_copy_opts': {opts!r}}}}},
+              'extras': {{'cobalt_bench': {{'gpu_copy_opts': {opts!r}}}}}}},
             {{'name': 'cpu', 'scheduler': 'local', 'launcher': 'local', 'environs': ['builtin'],
               'max_jobs': 1}},
+            # AMD's GPUs, said the ways real configurations say it: no GpuCopy there.
+            {{'name': 'mi250', 'scheduler': 'local', 'launcher': 'local',
+              'environs': ['builtin'], 'features': ['gpu', 'amdgpu'], 'max_jobs': 1,
+              'devices': [{{'type': 'gpu', 'arch': 'gfx90a', 'num_devices': 8}}]}},
+            {{'name': 'pvc', 'scheduler': 'local', 'launcher': 'local',
+              'environs': ['builtin'], 'features': ['gpu'], 'max_jobs': 1,
+              'extras': {{'gpu_vendor': 'INTEL'}}}},
+            # NVIDIA's GPUs said, none visible when it runs: a skip that names it.
+            {{'name': 'nogpu', 'scheduler': 'local', 'launcher': 'local',
+              'environs': ['builtin'], 'features': ['gpu', 'nvgpu'], 'max_jobs': 1,
+              'env_vars': [['PATH', '{bindir}:$PATH']],
+              'extras': {{'gpu_vendor': 'NVIDIA', 'cobalt_bench': {{'gpu_copy_opts': {opts!r}}}}}}},
         ],
     }}],
     'general': SITE.general(),
     'logging': SITE.logging(),
-}}
+}})
 '''
 
 
@@ -59,8 +71,12 @@ def reframe_sim(sim, tmp_path, write_ref):
 def test_reframe_check_on_gpu_partition_only(gpu_copy_sim, tmp_path):
     proc, cases = reframe_sim(gpu_copy_sim, tmp_path, 0.5)
     assert proc.returncode == 0, proc.stdout
-    # only the partition with the gpu feature gets the check
-    assert [(tc['name'], tc['partition'], tc['result']) for tc in cases] == [('GpuCopy', 'gpu', 'pass')]
+    # only the partitions whose GPUs are NVIDIA's get the check; where none is visible
+    # at run time it is skipped, naming what is missing
+    assert sorted((tc['name'], tc['partition'], tc['result']) for tc in cases) == [
+        ('GpuCopy', 'gpu', 'pass'), ('GpuCopy', 'nogpu', 'skip')], proc.stdout
+    assert 'gpu-copy not run: it cannot run here (exit status 3' in proc.stdout, proc.stdout
+    cases = [tc for tc in cases if tc['partition'] == 'gpu']
     perf = {k.split(':')[-1]: v for k, v in cases[0]['perfvalues'].items()}
     for metric in ('total_write_speed', 'total_read_speed', 'theoretical_link_speed', 'degraded_links'):
         assert metric in perf
@@ -71,6 +87,6 @@ def test_reframe_check_on_gpu_partition_only(gpu_copy_sim, tmp_path):
 def test_reframe_check_fails_below_reference(gpu_copy_sim, tmp_path):
     proc, cases = reframe_sim(gpu_copy_sim, tmp_path, 1e6)
     assert proc.returncode != 0
-    (tc,) = cases
+    (tc,) = [tc for tc in cases if tc['partition'] == 'gpu']
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'performance'
     assert 'total_write_speed' in tc['fail_reason']

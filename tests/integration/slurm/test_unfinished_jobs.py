@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
-from plugins.slurm import finished_job, sbatch
+from plugins.checkout import JOB_STATE, ROOT, clean_env
+from plugins.slurm import finished_job, reframe_env, run_reframe_memtest, sbatch, wait_for
 
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
 # Far longer than any test waits: only a signal ends it.
@@ -34,15 +34,6 @@ def job_script():
 def job_env(base, **extra):
     return clean_env(base, drop=('MEM_TEST_', *JOB_STATE), **extra)
 
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.5)
-    pytest.fail(f'{what}: not within {timeout} s')
 
 
 def assert_kept_and_refused(jobid, tmp_path, env):
@@ -108,17 +99,6 @@ def test_scancel_keeps_the_partial_document(job_script, tmp_path, slurm_cluster)
     assert state == 'CANCELLED'
     assert_kept_and_refused(jobid, tmp_path, env)
 
-
-def our_rfm_job(env, tmp_path):
-    '''The id of the running Slurm job of our ReFrame run (its work directory is under
-    tmp_path; other runs may share the cluster).'''
-    out = subprocess.run(['squeue', '-h', '-t', 'R', '-o', '%i|%Z'], env=env, text=True,
-                         capture_output=True, timeout=30).stdout
-    for line in out.splitlines():
-        jobid, _, workdir = line.partition('|')
-        if workdir.startswith(str(tmp_path)):
-            return jobid
-    return None
 
 
 def test_reframe_does_not_pass_a_cancelled_check(tmp_path, slurm_cluster):
@@ -214,36 +194,6 @@ def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, slurm_c
     assert 'incomplete' in out.lower(), out
 
 
-def reframe_env(tmp_path, slurm_cluster):
-    '''The environment of a ReFrame run whose results go to tmp_path/local-slurm/run.'''
-    return clean_env(slurm_cluster.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path),
-                     COBALT_BENCH_RUN_ID='run')
-
-
-def run_reframe_memtest(tmp_path, env, *options, during=None):
-    '''A ReFrame run of MemTest on local-slurm:x86 with a 300 s load; `during(jobid)` is
-    called once its Slurm job runs. The run's MemTest testcase of report.json.'''
-    proc = subprocess.Popen(
-        [*REFRAME, '-C', os.path.join(ROOT, 'site-configs', 'local-slurm', 'config.py'),
-         '-c', os.path.join(ROOT, 'reframe_checks'), '-r', '--system', 'local-slurm:x86',
-         '-n', 'MemTest', '--exec-policy', 'serial', '--nocolor', *options,
-         '-S', 'kernel_opts=--stations 1 --desired-rate 8 --duration 300'],
-        cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        jobid = wait_for(lambda: our_rfm_job(env, tmp_path), 180, 'the ReFrame job running')
-        if during:
-            during(jobid)
-        out, _ = proc.communicate(timeout=400)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=60)
-    assert proc.returncode != 0, out
-    with open(tmp_path / 'local-slurm' / 'run' / 'report.json') as fp:
-        report = json.load(fp)
-    (tc,) = [tc for run in report['runs'] for tc in run['testcases'] if tc['name'] == 'MemTest']
-    assert tc['result'] != 'pass' and tc['jobid'] == jobid, tc
-    return tc
 
 
 def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):

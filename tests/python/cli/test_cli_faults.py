@@ -22,7 +22,8 @@ import subprocess
 
 import pytest
 
-from cobalt_bench import cli, linktest_report
+from cobalt_bench import cli
+from cobalt_bench.cli import linktest_report
 from plugins.checkout import MPI_ENV, ROOT, clean_env
 
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')

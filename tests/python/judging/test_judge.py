@@ -18,6 +18,7 @@ import time
 import pytest
 import yaml
 
+from cobalt_bench import kernels as cb_kernels
 from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
 
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
@@ -183,7 +184,15 @@ def test_judge_usage_and_errors(tmp_path):
     # pass (exit 1).
     other = tmp_path / 'smp-mad-stress-6.json'
     other.write_text(json.dumps({'test': 'smp-mad-stress', 'host': 'h', 'metrics': {
-        'errors': {'value': 0, 'unit': 'errors'}}}))
+        name: {'value': 0, 'unit': unit}
+        for name, unit in cb_kernels.KERNELS['smp-mad-stress'].metrics.items()}}))
     proc = subprocess.run([COBALT_BENCH, 'judge', '--site', 'local', str(other)], env=env,
                           text=True, capture_output=True, timeout=120)
     assert proc.returncode == 1 and 'UNJUDGED' in proc.stdout, proc.stdout + proc.stderr
+    # The same document without its metrics fails the sanity rule ReFrame's checks apply.
+    other.write_text(json.dumps({'test': 'smp-mad-stress', 'host': 'h', 'metrics': {
+        'errors': {'value': 0, 'unit': 'errors'}}}))
+    proc = subprocess.run([COBALT_BENCH, 'judge', '--site', 'local', str(other)], env=env,
+                          text=True, capture_output=True, timeout=120)
+    assert proc.returncode == 1 and 'FAIL: JSON result lacks metrics' in proc.stdout, \
+        proc.stdout + proc.stderr

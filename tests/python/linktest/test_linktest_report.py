@@ -1,4 +1,4 @@
-'''cb-linktest-report (`cobalt-bench linktest-report`, cobalt_bench.linktest_report) on
+'''cb-linktest-report (`cobalt-bench linktest-report`, cobalt_bench.cli.linktest_report) on
 files that are no cb-linktest results, and under a Python without numpy. (Its PDF:
 test_linktest_pdf.py; damaged results files: tests/python/cli/test_cli_faults.py.)'''
 
@@ -31,7 +31,7 @@ def test_report_without_numpy_says_what_is_missing(tmp_path):
     if subprocess.run(['/usr/bin/python3', '-c', 'import numpy, matplotlib'],
                       capture_output=True).returncode == 0:
         pytest.skip('the system python has numpy and matplotlib')
-    report = ['/usr/bin/python3', '-m', 'cobalt_bench.linktest_report']
+    report = ['/usr/bin/python3', '-m', 'cobalt_bench', 'linktest-report']
     env = dict(os.environ, CB_LINKTEST_REPORT_REEXEC='1', PYTHONPATH=os.path.join(ROOT, 'python'))
     rep = subprocess.run([*report, 'x.npz'], capture_output=True, text=True, env=env)
     assert rep.returncode == 3

@@ -17,6 +17,7 @@ from reframe.core.exceptions import ConfigError, SanityError
 from reframe.frontend import autodetect
 
 from cobalt_bench.reframe import compat, launch
+from cobalt_bench.site.bounds import meets, threshold_problem
 from cobalt_bench.reframe.site import Site
 from plugins.checkout import REPO_ROOT, ROOT
 
@@ -71,13 +72,15 @@ def test_the_venv_script_and_compat_name_the_same_versions():
     ((4, 5, 2), set()),
     ((4, 6, 4), {'processor_info'}),
     ((4, 7, 3), {'processor_info', 'results_storage'}),
-    ((4, 8, 4), {'processor_info', 'results_storage', 'xfail'}),
-    ((4, 10, 2), {'processor_info', 'results_storage', 'xfail', 'external_references'}),
+    ((4, 8, 4), {'processor_info', 'results_storage', 'zero_references'}),
+    ((4, 10, 2), {'processor_info', 'results_storage', 'zero_references'}),
 ])
 def test_what_each_release_has(running, version, features):
     running(version)
-    has = {name for name in ('processor_info', 'results_storage', 'xfail',
-                             'external_references') if getattr(compat, f'has_{name}')()}
+    has = {name for name, has in (('processor_info', compat.has_processor_info),
+                                  ('results_storage', compat.has_results_storage),
+                                  ('zero_references', compat.judges_zero_references))
+           if has()}
     assert has == features
 
 
@@ -181,25 +184,36 @@ CACHED = {'arch': 'icelake', 'vendor': 'GenuineIntel', 'model': 'Intel(R) Xeon(R
           'platform': 'x86_64', 'num_cpus': 2}
 
 
-def test_reframe_4_5_reads_a_newer_cached_topology(running, monkeypatch):
-    monkeypatch.setattr(autodetect, '_validate_info', autodetect._validate_info)
+def test_reframe_4_5_gets_a_newer_cached_topology_in_the_sites_own_configuration(
+        running, monkeypatch, tmp_path):
     schema = processor_schema_of_4_5()
     with pytest.raises(jsonschema.ValidationError, match='platform'):
-        autodetect._validate_info(dict(CACHED), schema)     # as ReFrame 4.5 stopped on it
-
+        jsonschema.validate(dict(CACHED), schema)     # what ReFrame 4.5 stopped on
+    cache = tmp_path / '.reframe' / 'topology' / 'sys-x86'
+    cache.mkdir(parents=True)
+    (cache / 'processor.json').write_text(json.dumps(CACHED))
+    monkeypatch.setenv('HOME', str(tmp_path))
+    validate = autodetect._validate_info
     running((4, 5, 2))
-    assert compat.repair_topology_cache()
-    assert not compat.repair_topology_cache(), 'repaired once'
-    assert autodetect._validate_info(dict(CACHED), schema) == {'arch': 'icelake',
-                                                                'num_cpus': 2}
-    # Anything else is validated as before.
-    assert autodetect._validate_info({'a': 1}, None) == {'a': 1}
+    monkeypatch.setattr(compat, 'processor_keys',
+                        lambda: set(schema['defs']['processor_info']['properties']))
+    adapted = compat.adapt_configuration(configuration())
+    proc = adapted['systems'][0]['partitions'][1]['processor']
+    assert proc == {'arch': 'icelake', 'num_cpus': 2}
+    jsonschema.validate(proc, schema)                  # 4.5 takes it, never reads the file
+    assert compat.processor_platform(Partition('sys:x86', proc)) == 'x86_64'
+    # ReFrame itself is left as it was, and so is the file.
+    assert autodetect._validate_info is validate
+    assert json.loads((cache / 'processor.json').read_text()) == CACHED
 
 
-def test_no_topology_repair_from_4_6_on():
-    before = autodetect._validate_info
-    assert not compat.repair_topology_cache()
-    assert autodetect._validate_info is before
+def test_from_4_6_on_the_cached_topology_is_reframes_business(tmp_path, monkeypatch):
+    cache = tmp_path / '.reframe' / 'topology' / 'sys-x86'
+    cache.mkdir(parents=True)
+    (cache / 'processor.json').write_text(json.dumps(CACHED))
+    monkeypatch.setenv('HOME', str(tmp_path))
+    assert 'processor' not in compat.adapt_configuration(configuration())['systems'][0][
+        'partitions'][1]
 
 
 # ---- references of 0 (4.8) -------------------------------------------------------------
@@ -213,35 +227,35 @@ CASES = [
 ]
 
 
-def judged(function, value, ref, lower, upper):
+def judged_by_reframe(value, ref, lower, upper):
     # Thresholds out of range: a SanityError up to 4.8, a ValueError since 4.9.
     try:
-        return bool(sn.evaluate(function(value, ref, lower, upper)))
+        return bool(sn.evaluate(sn.assert_reference(value, ref, lower, upper)))
     except (SanityError, ValueError) as err:
         return 'invalid' if 'invalid' in str(err) else False
 
 
+def judged_by_the_site(value, ref, lower, upper):
+    if threshold_problem(ref, lower, upper):
+        return 'invalid'
+    return meets(value, ref, lower, upper)
+
+
 @pytest.mark.parametrize('value, ref, lower, upper', CASES)
-def test_zero_references_judge_as_reframe_4_8_on(value, ref, lower, upper):
-    assert judged(compat._assert_reference, value, ref, lower, upper) == \
-        judged(sn.assert_reference, value, ref, lower, upper)
+def test_the_checks_judge_as_the_pinned_reframe(value, ref, lower, upper):
+    # SiteReferences judges references of 0 itself before 4.8 with site.bounds: the rule
+    # of the pinned ReFrame (4.10), case by case.
+    assert judged_by_the_site(value, ref, lower, upper) == \
+        judged_by_reframe(value, ref, lower, upper)
 
 
-def test_before_4_8_references_of_zero_are_repaired(running, monkeypatch):
-    monkeypatch.setattr(sn, 'assert_reference', sn.assert_reference)
-    assert not compat.repair_zero_references(), 'the pinned ReFrame needs no repair'
+def test_nothing_of_reframe_is_replaced(running):
+    before = sn.assert_reference
     running((4, 7, 3))
-    assert compat.repair_zero_references()
-    assert sn.assert_reference is compat._assert_reference
-    assert not compat.repair_zero_references(), 'repaired once'
-    assert judged(sn.assert_reference, 0.5, 0.0, None, 0.0) is False
-
-
-def test_the_failure_message_is_reframes():
-    with pytest.raises(SanityError, match=r'failed: loss=0.5, expected 0.0 \(l=-inf, u=0.0\)'):
-        sn.evaluate(compat._assert_reference(0.5, 0.0, None, 0.0,
-                                             msg='failed: loss={0}, expected {1} '
-                                                 '(l={2}, u={3})'))
+    assert not compat.judges_zero_references()
+    import cobalt_bench.reframe  # noqa: F401  (every module of the package loaded)
+    import cobalt_bench.reframe.site  # noqa: F401
+    assert sn.assert_reference is before
 
 
 # ---- the command line (launch) ----------------------------------------------------------

@@ -90,20 +90,15 @@ def test_other_suites_keys_are_left_alone():
     settings.check_extras({**foreign, **ours(mem_test_opts='-d 1')}, 'site:part')
     settings.check_extras(foreign, 'site:part')
     assert settings.value(foreign, 'mem_test_opts') == settings.SETTINGS['mem_test_opts'].default
-    assert settings.deprecated_keys(foreign) == []
 
 
-def test_flat_keys_still_work_typed_and_are_named_deprecated():
-    flat = {'osu_collective_tasks': 2, 'mem_per_node': 512}
+def test_keys_outside_the_namespace_are_never_read_whatever_their_names():
+    # cobalt-bench's names written flat (the layout before the namespace) are another
+    # suite's keys now: neither read nor checked.
+    flat = {'osu_collective_tasks': '2', 'mem_per_node': 512}
     settings.check_extras(flat, 'site:part')
-    assert settings.value(flat, 'osu_collective_tasks') == 2
-    assert settings.deprecated_keys(flat) == ['osu_collective_tasks']
-    with pytest.raises(ConfigError, match=r"extras\['osu_collective_tasks'\] must be int"):
-        settings.check_extras({'osu_collective_tasks': '2'}, 'site:part')
-    # both places: which one counts would be a guess
-    with pytest.raises(ConfigError, match=r"both set it"):
-        settings.check_extras({'osu_collective_tasks': 2, **ours(osu_collective_tasks=4)},
-                              'site:part')
+    assert settings.value(flat, 'osu_collective_tasks') == \
+        settings.SETTINGS['osu_collective_tasks'].default
 
 
 def test_a_namespace_that_is_not_a_mapping_is_an_error():

@@ -410,7 +410,11 @@ def test_gpu_copy_per_gpu(tmp_path):
     doc = {'test': 'gpu-copy', 'version': '0.1.0', 'host': 'g1', 'config': {
         'threshold_per_gpu_gbits': None},
         'metrics': {'total_write_speed': {'value': 290.0, 'unit': 'Gbit/s'},
-                    'total_read_speed': {'value': 300.0, 'unit': 'Gbit/s'}},
+                    'total_read_speed': {'value': 300.0, 'unit': 'Gbit/s'},
+                    'theoretical_link_speed': {'value': 378.0, 'unit': 'Gbit/s'},
+                    'gpus': {'value': 2, 'unit': 'GPUs'},
+                    'degraded_links': {'value': 0, 'unit': 'links'},
+                    'verification_errors': {'value': 0, 'unit': 'errors'}},
         'gpus': [{'cuda_device': 0, 'name': 'GPU', 'pci_bus_id': '0000:3b:00.0',
                   'write_speed_gbits': 196.0, 'read_speed_gbits': 200.0,
                   'link_theoretical_gbits': 252.0},

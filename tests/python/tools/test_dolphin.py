@@ -146,9 +146,9 @@ def test_sciconntest_a_node_that_is_not_found_by_another():
     assert 'n76: remote node(s) 80 not found' in problems
 
 
-@pytest.mark.parametrize('module', ['cobalt_bench.cli.dolphin', 'cobalt_bench.parsers.dolphin'])
+@pytest.mark.parametrize('module', ['cobalt_bench.cli.dolphin'])
 def test_command_line(tmp_path, module):
-    # The command the Slurm jobs run, and its former name (kept for jobs of earlier releases).
+    # The command the Slurm jobs run.
     lib = ['-m', module]
     good = tmp_path / 'dis_diag-a.out'
     good.write_text(recorded('dis_diag'))

@@ -1,6 +1,6 @@
 '''OSU micro-benchmarks: the output parser (on the SJTU document's tables and on real
 outputs of OSU 5.3 and of every release from 5.6 to 7.5 we could build, tests/data/osu),
-and the finder of an OSU install (cobalt_bench.parsers.osu_install and the job scripts'
+and the finder of an OSU install (cobalt_bench.tools.osu_install and the job scripts'
 jobs/lib/osu-common.sh). The checks (site `sjtu`, and real OSU through the local Slurm
 cluster): tests/integration/osu/.'''
 

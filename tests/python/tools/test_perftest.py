@@ -1,6 +1,6 @@
-'''perftest ib_write_bw: the output parser (cobalt_bench.parsers.perftest) on the COBALT2
+'''perftest ib_write_bw: the output parser (cobalt_bench.tools.perftest) on the COBALT2
 compliance document's recorded output, and the choice of sending and receiving ports from
-a sysfs tree (cobalt_bench.parsers.ib_ports). The check under ReFrame and its port
+a sysfs tree (cobalt_bench.tools.ib_ports). The check under ReFrame and its port
 runner: tests/integration/reframe/test_infiniband_check.py.'''
 
 import pytest

@@ -1,0 +1,118 @@
+'''A job's end as `cobalt-bench judge` records it beside the document the job meant to
+write (mem-test-12.json -> mem-test-12.judged.json): the kernel, the node, its exit status
+and the judgement. Every job script hands every exit status to `cobalt-bench judge`
+(jobs/lib/cobalt-job.sh cb_judge), so a kernel killed before it wrote its document still
+leaves this record: its case is read from it (a failure of its node, named), never lost.
+'''
+
+import os
+import re
+
+from . import documents
+from .exit_status import ExitStatus
+from .model import Case
+from .result import Result
+
+#: Beside a job document, its `cobalt-bench judge` record.
+JUDGED_SUFFIX = '.judged.json'
+
+#: A job script's mark beside the document to come (jobs/lib/cobalt-job.sh cb_job_started):
+#: <kernel>-<jobid>.started, removed by `cobalt-bench judge` once the job's end is recorded.
+#: Left behind: the job was killed before it ended (node failure, time limit, scancel).
+STARTED = '.started'
+_MARK_LINE = re.compile(r'^(kernel|job|nodes|started) ([\w\[\],.:+-]{1,200})$')
+_JOBID = re.compile(r'-(\d+)\.json$')
+
+
+def judged_path(doc_path):
+    '''Where `cobalt-bench judge` records its judgement of a job document:
+    mem-test-12.json -> mem-test-12.judged.json.'''
+    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
+    return base + JUDGED_SUFFIX
+
+
+def started_path(doc_path):
+    '''The start mark of the job that writes `doc_path`.'''
+    base = doc_path[:-len('.json')] if doc_path.endswith('.json') else doc_path
+    return base + STARTED
+
+
+def document_of(record_path):
+    '''The document a record at `record_path` is about.'''
+    return record_path[:-len(JUDGED_SUFFIX)] + '.json'
+
+
+def read_mark(path):
+    '''{kernel, job, nodes, started} of a job's start mark; {} when it is not one (a
+    bounded read).'''
+    try:
+        with open(path, encoding='utf-8', errors='replace') as fp:
+            text = fp.read(1024)
+    except OSError:
+        return {}
+    found = dict(m.groups() for m in map(_MARK_LINE.match, text.splitlines()) if m)
+    return found if found.get('job', '').isdigit() else {}
+
+
+def jobid_of(doc_path):
+    m = _JOBID.search(doc_path)
+    return m.group(1) if m else ''
+
+
+def lost_case(doc_path, kernel, node, status):
+    '''The case of a job whose kernel ended with ExitStatus `status` and left no document at
+    `doc_path`: killed or crashed (FAIL, named), not run (2, 3: SKIP), or ran and wrote
+    nothing (FAIL: a lost result is never a pass).'''
+    jobid = jobid_of(doc_path)
+    case = Case(check=kernel, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
+                nodes=[node] if node else [], node=node, exit_status=status,
+                result=Result.FAIL, fail_phase='run', dirs=[os.path.dirname(doc_path)])
+    if status.failed:
+        case.fail_reason = status.reason(kernel)
+    elif status.not_run:
+        case.result, case.fail_reason = Result.SKIP, status.reason(kernel)
+    else:
+        case.fail_phase = 'sanity'
+        case.fail_reason = (f'{kernel} ended with {status.text()} and wrote no document '
+                            f'({os.path.basename(doc_path)}): its result is lost')
+    return case
+
+
+def read_record(path):
+    '''The record at `path` as a dict, or None where it is unreadable or no record.'''
+    try:
+        rec = documents.read_json(path)
+    except (documents.Damaged, OSError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def record_status(rec):
+    '''The ExitStatus a record keeps, or None.'''
+    status = rec.get('exit_status') if isinstance(rec, dict) else None
+    if not isinstance(status, dict):
+        return None
+    code, signal = status.get('code'), status.get('signal')
+    if not isinstance(code, (int, type(None))) or isinstance(code, bool):
+        return None
+    try:
+        return ExitStatus.of(code, signal if isinstance(signal, int) else None)
+    except Exception:
+        return None
+
+
+def case_of_record(path):
+    '''The case of a record whose document is absent (None where the record cannot say
+    whose it is): a kernel killed before it wrote one.'''
+    rec = read_record(path)
+    status = record_status(rec)
+    kernel = rec.get('kernel') if rec else None
+    if status is None or not isinstance(kernel, str) or not kernel:
+        return None
+    node = rec.get('node') if isinstance(rec.get('node'), str) else ''
+    case = lost_case(document_of(path), kernel, node, status)
+    if isinstance(rec.get('partition'), str):
+        case.judged_partition = rec['partition']
+    if isinstance(rec.get('command'), str):
+        case.command = rec['command']
+    return case
