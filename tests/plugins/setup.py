@@ -92,6 +92,18 @@ def _spack_problem() -> str | None:
     return None
 
 
+# Other centres' published ReFrame configurations (scripts/other-sites).
+OTHER_SITES = Path(os.environ.get("COBALT_OTHER_SITES", "/var/tmp/cobalt-bench-other-sites"))
+
+
+def _other_sites_problem(part: str, what: str) -> Callable[[], str | None]:
+    def problem() -> str | None:
+        if not (OTHER_SITES / part).is_dir():
+            return (f"{what} not prepared in {OTHER_SITES} (COBALT_OTHER_SITES)")
+        return None
+    return problem
+
+
 def gpu_hidden() -> bool:
     """CUDA_VISIBLE_DEVICES set to name no device hides the GPUs (as CUDA takes it)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -119,6 +131,16 @@ SETUPS = {
                        "make arm (with ../shared/third-party beside the checkout)",
                        _arm64_osu_problem),
     "spack": Setup("the offline Spack", "scripts/spack-offline env", _spack_problem),
+    "other-sites": Setup("the EESSI test suite's site configurations (PyPI)",
+                         "scripts/other-sites",
+                         _other_sites_problem("eessi/config", "the EESSI configurations")),
+    "other-sites-mirrors": Setup(
+        "CSCS's and LUMI's site configurations, from git mirrors of their repositories",
+        "COBALT_GIT_MIRRORS=DIR scripts/other-sites",
+        _other_sites_problem("cscs/config", "CSCS's and LUMI's configurations"),
+        how="prepare them with `scripts/other-sites` where a git mirror of "
+            "eth-cscs/cscs-reframe-tests and Lumi-supercomputer/lumi-reframe-tests is "
+            "(COBALT_GIT_MIRRORS: a directory of OWNER+NAME/repo mirrors)"),
     "gpu": Setup("an NVIDIA GPU", "make", _gpu_problem,
                  how="run them on a machine with an NVIDIA GPU, where `make` builds gpu-copy "
                      "with nvcc (CUDA_VISIBLE_DEVICES unset or naming a GPU)"),

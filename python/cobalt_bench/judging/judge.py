@@ -262,6 +262,8 @@ def partition_of_job(site, slurm_partition=None):
     (a full name or a partition's name, which for the local-slurm site is the Slurm
     partition), else the site's only partition; None when that does not decide it.'''
     parts = site.partitions
+    if not parts:           # a site of references only: the partition named, in full
+        return slurm_partition if slurm_partition and ':' in slurm_partition else None
     if slurm_partition:
         if slurm_partition in parts:
             return slurm_partition

@@ -423,8 +423,9 @@ def site_note(run, sitedef, recorded=()):
     if run.kind == KIND_JOBS:
         said = f'the jobs were judged (judged.json) by site directory {", ".join(others)}'
     else:
-        said = ('the run was made with site configuration '
-                + ', '.join(os.path.join(d, 'config.py') for d in others))
+        files = [c for c in (run.session or {}).get('config_files') or []
+                 if isinstance(c, str) and c.endswith('.py') and os.path.dirname(c) in others]
+        said = 'the run was made with site configuration ' + ', '.join(files)
     if sitedef:
         return (f'{said}; judged by {sitedef.dir} (what the results name is not executed: '
                 'a site is loaded only as named with --site, $COBALT_BENCH_SITE or '

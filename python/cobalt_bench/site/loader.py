@@ -61,23 +61,29 @@ def installed_site_of(directory):
     return None
 
 
+def _is_site(path):
+    '''A site directory: a ReFrame configuration of cobalt-bench's (config.py), or just the
+    references a site judges by (references.yaml: a site whose ReFrame configuration is its
+    own business, as COBALT_BENCH_SITE takes it).'''
+    return any(os.path.isfile(os.path.join(path, f)) for f in ('config.py', REFERENCES))
+
+
 def site_dir(spec):
     '''A site's directory from its name (site-configs/<name> of this tree) or a path.'''
     if not spec:
         raise CannotRun('no site named')
-    if os.sep in spec or os.path.isdir(spec) and os.path.isfile(
-            os.path.join(spec, 'config.py')):
+    if os.sep in spec or os.path.isdir(spec) and _is_site(spec):
         path = os.path.abspath(spec)
-        if os.path.isfile(path) and os.path.basename(path) == 'config.py':
+        if os.path.isfile(path) and os.path.basename(path) in ('config.py', REFERENCES):
             path = os.path.dirname(path)
     else:
         base = sites_dir()
         path = os.path.join(base, spec) if base else spec
-    if not os.path.isfile(os.path.join(path, 'config.py')):
+    if not _is_site(path):
         known = sorted(d for d in os.listdir(sites_dir() or '.')
                        if os.path.isfile(os.path.join(sites_dir() or '.', d, 'config.py'))
                        ) if sites_dir() and os.path.isdir(sites_dir()) else []
-        raise CannotRun(f'no site {spec!r}: {path}/config.py does not exist'
+        raise CannotRun(f'no site {spec!r}: {path} holds neither config.py nor {REFERENCES}'
                         + (f' (sites: {", ".join(known)})' if known else ''))
     return path
 
@@ -129,9 +135,14 @@ def validate(site_directory, systems, partitions):
 
 
 def load_site(spec):
-    '''The SiteDef of a site name or directory.'''
+    '''The SiteDef of a site name or directory. A directory with references.yaml and no
+    config.py is judged by those references, unchecked against systems it does not name.'''
     directory = site_dir(spec)
-    name, systems, partitions = site_systems(os.path.join(directory, 'config.py'))
+    config = os.path.join(directory, 'config.py')
+    if os.path.isfile(config):
+        name, systems, partitions = site_systems(config)
+    else:
+        name, systems, partitions = None, [], []
     refs, comp = validate(directory, systems, partitions)
     return SiteDef(name or os.path.basename(directory), directory, systems, partitions,
                    refs, comp)

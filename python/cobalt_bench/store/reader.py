@@ -296,6 +296,50 @@ def _unfinished_jobs(run, marks, documented):
         c.job_state = states.get(c.jobid, '')
 
 
+_SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')
+
+
+def is_reframe_report(doc):
+    '''Whether a parsed JSON file is ReFrame's run report (wherever ReFrame wrote it:
+    --report-file, a configuration's `report_file`, ~/.reframe/reports/).'''
+    return isinstance(doc, dict) and 'runs' in doc and isinstance(
+        doc.get('session_info'), dict)
+
+
+def site_of_session(session, default=''):
+    '''The name a ReFrame run's site is known by: its configuration file's own name (its
+    directory's for a `config.py`), 'generic' for ReFrame's builtin one.'''
+    files = [f for f in (session.get('config_files') or []) if isinstance(f, str)]
+    own = [f for f in files if f != '<builtin>']
+    if not own:
+        return 'generic' if files else default
+    stem = os.path.splitext(os.path.basename(own[-1]))[0]
+    if stem in ('config', 'settings', 'site'):
+        stem = os.path.basename(os.path.dirname(own[-1])) or stem
+    # A name read from the results: a plain one, or the default.
+    return stem if _SITE_NAME.fullmatch(stem) else default
+
+
+def _report_file_run(path, report):
+    '''A ReFrame run read from its report file, wherever it is: the run's root is where
+    ReFrame put its output (session_info.prefix_output's parent, ReFrame's --prefix), else
+    the file's directory; the site is the configuration file's name.'''
+    session = report['session_info']
+    output = session.get('prefix_output')
+    root = (os.path.dirname(output.rstrip('/')) if isinstance(output, str) and output
+            else os.path.dirname(path))
+    run = Run(path=root, kind=KIND_REFRAME, site=site_of_session(session, 'reframe'),
+              run_id=str(session.get('uuid') or os.path.splitext(os.path.basename(path))[0]))
+    _from_report(run, report, path)
+    run.sources.append(path)
+    for c in run.cases:
+        _mark_damaged(c, run.path)
+        run.damaged.extend(d for d in c.damaged if d not in run.damaged)
+        run.sources.extend(c.doc_paths)
+    run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
+    return run
+
+
 def load_run(path):
     '''Read a run directory, a directory of job JSON documents, or one JSON document.
     Raises CannotRun (documents.Damaged: with .path and .problem) when nothing usable is
@@ -303,6 +347,8 @@ def load_run(path):
     path = os.path.abspath(path)
     if os.path.isfile(path):
         doc = read_json(path)
+        if is_reframe_report(doc):
+            return _report_file_run(path, doc)
         if not looks_like_kernel_doc(doc):
             raise Damaged(path, 'not a run directory nor a kernel JSON document')
         problems = kernel_doc_problems(doc)

@@ -71,7 +71,9 @@ def run_state(path):
                     if line.startswith(('interrupted', 'empty'))), 'the run did not finish')
         return RunState.PARTIAL, f'{MARKER} marker present: {why}'
     if not os.path.isfile(os.path.join(path, REPORT)):
-        return RunState.PARTIAL, f'no {REPORT}: ReFrame did not finish the run'
+        return RunState.PARTIAL, (f'no {REPORT}: ReFrame did not finish the run, or wrote its '
+                                  'report elsewhere (--report-file, the configuration\'s '
+                                  'report_file, ~/.reframe/reports/): report that file')
     return RunState.COMPLETE, ''
 
 
