@@ -35,6 +35,7 @@ from reframe.core.exceptions import SanityError
 
 from .. import kernels, paths
 from ..judging import sanity
+from ..tools import slurm
 from . import compat
 from .settings import SETTINGS, SiteSettings, shell_args
 
@@ -163,6 +164,17 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
 
         return self._json_doc
 
+    def _signal(self):
+        '''The signal that ended the kernel, where the scheduler says (ReFrame's local
+        scheduler: job.signal; Slurm: sacct's ExitCode of the job's steps, as ReFrame
+        gives only the signal's number as the exit code there), else None.'''
+        signal = getattr(self.job, 'signal', None)
+        if signal or self.job.exitcode in (0, 1, 2, 3):
+            return signal
+        if self.current_partition.scheduler.registered_name in ('slurm', 'squeue'):
+            return slurm.step_signal(self.job.jobid)
+        return None
+
     def _said(self):
         '''The kernel's last message on stderr (what it says is missing).'''
         try:
@@ -187,8 +199,7 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         # failure of the node, named. A job that Slurm ended (cancelled, time limit, node
         # failure, out of memory) did not finish, whatever its exit code.
         unfinished = sanity.unfinished_job_reason(getattr(self.job, 'state', None))
-        ended = sanity.exit_reason(self.kernel, self.job.exitcode,
-                                   getattr(self.job, 'signal', None))
+        ended = sanity.exit_reason(self.kernel, self.job.exitcode, self._signal())
         if sanity.cannot_run_here(self.job.exitcode) and not unfinished:
             # Absent hardware (no NVIDIA GPU, no InfiniBand port) on a partition that fits:
             # not run, with what the kernel says is missing.

@@ -37,3 +37,28 @@ def job_states(jobids):
             if jobid in ids and state:
                 states[jobid] = state
     return states
+
+
+def step_signal(jobid):
+    """The signal that ended a step of job `jobid` (sacct's ExitCode 'code:signal' of its
+    steps, the batch step's included), or None: a runner that reports a killed job's
+    signal as its exit code (ReFrame's Slurm scheduler: 9 for SIGKILL) is read here."""
+    jobid = str(jobid)
+    sacct = shutil.which('sacct')
+    if not jobid.isdigit() or not sacct:
+        return None
+    try:
+        out = subprocess.run([sacct, '--noheader', '--parsable2', '--format',
+                              'JobIDRaw,ExitCode', '--jobs', jobid],
+                             capture_output=True, text=True, timeout=TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    for line in out.stdout.splitlines():
+        step, _, code = line.partition('|')
+        _, _, signal = code.partition(':')
+        if step.startswith(jobid) and signal.isdigit() and int(signal) > 0:
+            return int(signal)
+    return None

@@ -168,7 +168,7 @@ def test_local_usage_error_is_a_sanity_failure(root, mem_test, tmp_path):
     assert run.returncode != 0, run
     (tc,) = run.testcases
     assert tc['fail_phase'] == 'sanity'
-    assert 'exit code 2' in tc['fail_reason']
+    assert 'usage error (exit status 2)' in tc['fail_reason']
 
 
 @pytest.mark.measures

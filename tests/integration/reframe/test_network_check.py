@@ -67,7 +67,7 @@ def test_reframe_receiver_that_cannot_run_is_a_sanity_failure(tmp_path):
                           '-S', 'kernel_opts=--no-such-option')
     assert proc.returncode != 0
     (tc,) = cases
-    assert tc['fail_phase'] == 'sanity' and 'exit code 2' in tc['fail_reason']
+    assert tc['fail_phase'] == 'sanity' and 'usage error (exit status 2)' in tc['fail_reason']
     assert time.monotonic() - start < 30
 
 

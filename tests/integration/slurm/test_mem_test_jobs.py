@@ -110,6 +110,9 @@ def test_run_without_slurm(job_script, tmp_path):
     proc = subprocess.run(['bash', job_script], cwd=tmp_path, env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     assert proc.returncode == 0, proc.stdout
-    (result,) = (results / 'slurm').iterdir()
+    # The document, and the record of the job's end (cobalt-bench judge --exit-status).
+    result, record = sorted((results / 'slurm').iterdir(), key=lambda p: len(p.name))
     assert result.name.startswith('mem-test-') and result.suffix == '.json'
+    assert record.name == result.name.replace('.json', '.judged.json')
+    assert json.loads(record.read_text())['exit_status']['code'] == 0
     load_result(result)
