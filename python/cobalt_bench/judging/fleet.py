@@ -40,18 +40,15 @@ from .. import kernels
 from .. import preflight as pf
 from ..site import known_checks
 from ..site.compliance import DEFAULT_OUTLIER_THRESHOLD
+from ..store.identity import CheckName
 from ..store.model import KIND_JOBS
 from ..store.result import Result, Word
 from . import sanity
-from .judge import check_and_params
 
 MAD_SCALE = 1.4826          # MAD x this = the standard deviation of normal noise
 RELATIVE_FLOOR = 0.01       # sigma is at least 1 % of |median|
 PERCENT_FLOOR = 1.0         # and, for a share in %, at least one percentage point
 MIN_NODES = 3               # fewer nodes: no outlier judgement
-#: ReFrame's parameters of --distribute (and --repeat): not part of the check's name.
-DISTRIBUTE_PARAMS = ('.part', '.nid', '.repeat_no')
-DISTRIBUTED = re.compile(r' %\.(part|nid)=\S*')
 #: A name Slurm reads as one host name (bad-nodes.txt holds only these).
 HOSTNAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
 
@@ -193,18 +190,10 @@ def finding_text(f):
 
 
 def check_name(case, checks=None):
-    '''A case's check without the node: ReFrame's display name less --distribute's
-    parameters (other parameters kept: `EthTest %interface=lo` is its own check), a
-    perflog's unique name `MemTest_3` as MemTest (when MemTest is a check of the suite),
-    a job document's kernel (mem-test).'''
-    name, params = check_and_params(case.check)
-    kept = ''.join(f' %{k}={v}' for k, v in params.items() if k not in DISTRIBUTE_PARAMS)
-    m = re.fullmatch(r'(.+)_\d+', name)
-    if m and not params:
-        checks = known_checks() if checks is None else checks
-        if checks is not None and m.group(1) in checks:
-            name = m.group(1)
-    return name + kept
+    '''A case's check without the node (store.identity: --distribute's parameters
+    dropped, other parameters kept: `EthTest %interface=lo` is its own check; a perflog's
+    unique name `MemTest_3` is MemTest; a job document's kernel is itself).'''
+    return CheckName.of(case.check, known_checks() if checks is None else checks).label
 
 
 def _node_of(case):

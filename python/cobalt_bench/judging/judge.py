@@ -17,12 +17,12 @@ Nothing here changes what it judges: each function returns a judged copy of the 
 (dataclasses.replace) with its judgement.
 '''
 
-import re
 from dataclasses import dataclass, field, replace
 
 from .. import kernels
 from .. import site as site_mod
 from ..site.bounds import Bounds, meets
+from ..store.identity import CheckName
 from ..store.result import Result
 from . import sanity
 
@@ -34,16 +34,6 @@ def verdict_of(value, ref):
     if ref.xfail:
         return Result.XPASS if ok else Result.XFAIL
     return Result.PASS if ok else Result.FAIL
-
-
-_PARAM = re.compile(r'%(\w+)=(\S+)')
-
-
-def check_and_params(display_name):
-    '''('EthTest', {'interface': 'lo'}) of ReFrame's display name
-    'EthTest %interface=lo'.'''
-    name = (display_name or '').split(' %')[0].split()[0] if display_name else ''
-    return name, dict(_PARAM.findall(display_name or ''))
 
 
 @dataclass
@@ -65,8 +55,8 @@ class CaseJudgement:
 def check_class(case, checks=None):
     '''The check class a case is judged as: ReFrame's test name, or the check that runs the
     kernel of a job document (mem-test -> MemTest).'''
-    name, _ = check_and_params(case.check)
     checks = site_mod.known_checks() if checks is None else checks
+    name = CheckName.of(case.check, checks).check
     if checks is not None and name in checks:
         return name
     # A job document's kernel, or the kernel a case without a document was to run (its
@@ -108,7 +98,7 @@ def _stopped(case):
     RUN (SKIP) for exit status 2 or 3, else ABORT (cancelled, time limit, interrupted), the
     cause named. The one rule of judging.exit_status and judging.sanity.'''
     ended = case.exit_status
-    kernel = case.kernel or check_and_params(case.check)[0]
+    kernel = case.kernel or CheckName.of(case.check).check
     exited = ended.reason(kernel) if ended is not None else ''
     reasons = [exited,
                case.fail_reason if case.result is Result.ABORT else '',
@@ -136,7 +126,7 @@ def annotate(case, site, partition=None):
     report.json) kept, each judged metric carrying the site.Ref it was judged by, and the
     references that judge nothing named (a metric the result lacks).'''
     check = check_class(case)
-    _, params = check_and_params(case.check)
+    params = CheckName.of(case.check).param_dict
     partition = partition or case.where
     j = CaseJudgement(check, partition)
     j.refs = site.references.lookup(check, partition, params)

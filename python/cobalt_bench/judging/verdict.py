@@ -27,6 +27,7 @@ from .. import preflight as pf
 from .. import site as site_mod
 from ..site.bounds import Bounds
 from ..site.loader import installed_site, installed_site_of
+from ..store.identity import CheckName
 from ..store.model import KIND_JOBS
 from ..store.result import Result, RunState, Word
 from . import fleet as fl
@@ -175,7 +176,7 @@ class Verdict:
 def _case_label(case):
     nodes = f' ({", ".join(case.nodes)})' if case.nodes and any(case.nodes) else ''
     # ReFrame's --distribute parameters (.part, .nid) say what `on ... (node)` says.
-    check = fl.DISTRIBUTED.sub('', case.check)
+    check = CheckName.of(case.check).label
     return f'{check} on {case.where}{nodes}'
 
 

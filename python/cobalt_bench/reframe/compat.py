@@ -42,7 +42,7 @@ import re
 import reframe
 
 __all__ = ['NEWEST_TESTED', 'OLDEST', 'PLUGIN_BASE', 'RFM_VERSION', 'adapt_configuration',
-           'at_least', 'has_results_storage', 'judges_zero_references', 'parse_version',
+           'at_least', 'each_partition', 'has_results_storage', 'judges_zero_references', 'parse_version',
            'processor_keys', 'processor_platform', 'too_old', 'version_text']
 
 #: The oldest ReFrame cobalt-bench supports, and the newest its CI runs.
@@ -139,22 +139,34 @@ def adapt_configuration(configuration):
     if has_processor_info():
         return configuration
     known = processor_keys()
+
+    def without_newer_keys(system, part):
+        proc = part.get('processor') or _cached_processor(system, part['name'])
+        if proc:
+            if proc.get('platform'):
+                remember_platform(f"{system}:{part['name']}", proc['platform'])
+            part['processor'] = {k: v for k, v in proc.items() if k in known}
+
+    return each_partition(configuration, without_newer_keys)
+
+
+def each_partition(configuration, change):
+    '''A copy of a site configuration (a dict) with `change(system name, partition)` done to
+    a copy of each of its partitions; the original is left as it was.'''
+    configuration = dict(configuration)
+    if 'systems' not in configuration:
+        return configuration
     systems = []
-    for system in configuration.get('systems', []):
+    for system in configuration['systems']:
         system = dict(system)
         parts = []
         for part in system.get('partitions', []):
             part = dict(part)
-            proc = part.get('processor') or _cached_processor(system['name'], part['name'])
-            if proc:
-                if proc.get('platform'):
-                    remember_platform(f"{system['name']}:{part['name']}", proc['platform'])
-                part['processor'] = {k: v for k, v in proc.items() if k in known}
+            change(system['name'], part)
             parts.append(part)
         system['partitions'] = parts
         systems.append(system)
-    if 'systems' in configuration:
-        configuration['systems'] = systems
+    configuration['systems'] = systems
     return configuration
 
 

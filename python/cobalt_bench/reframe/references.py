@@ -28,9 +28,9 @@ from reframe.core.exceptions import ConfigError, PerformanceError
 
 from .. import site as site_mod
 from ..errors import CannotRun
-from ..judging.judge import check_and_params
 from ..site.bounds import meets
 from ..site.references import REFERENCES, load_references
+from ..store.identity import CheckName
 from . import compat
 
 try:    # expected failures in references came with ReFrame 4.8
@@ -104,7 +104,8 @@ class SiteReferences(compat.PLUGIN_BASE):
 
     @run_after('init')
     def attach_site_references(self):
-        check, params = check_and_params(self.display_name)
+        name = CheckName.of(self.display_name)
+        check, params = name.check, name.param_dict
         self._cb_references = {}
         self._cb_site_refs = {}
         for part in rt.runtime().system.partitions:

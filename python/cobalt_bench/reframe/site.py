@@ -83,22 +83,14 @@ class Site:
         '''A copy of `configuration` whose partitions name this site's directory in
         extras['cobalt_bench']['site'] (where a partition names none itself): the checks
         find the site's references there, with no process-wide setting.'''
-        systems = []
-        for system in configuration.get('systems', []):
-            system = dict(system)
-            parts = []
-            for part in system.get('partitions', []):
-                part = dict(part)
-                extras = dict(part.get('extras') or {})
-                own = extras.get('cobalt_bench')
-                if own is None or isinstance(own, dict):
-                    extras['cobalt_bench'] = {'site': self.dir, **(own or {})}
-                part['extras'] = extras
-                parts.append(part)
-            system['partitions'] = parts
-            systems.append(system)
-        return {**configuration, 'systems': systems} if 'systems' in configuration else \
-            configuration
+        def name_the_site(system, part):
+            extras = dict(part.get('extras') or {})
+            own = extras.get('cobalt_bench')
+            if own is None or isinstance(own, dict):
+                extras['cobalt_bench'] = {'site': self.dir, **(own or {})}
+            part['extras'] = extras
+
+        return compat.each_partition(configuration, name_the_site)
 
     def _run_prefix(self):
         '''results/<site>/<run-id> in the results store (paths.results_dir: the same rule

@@ -35,7 +35,8 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 
-from ..store.history import check_name, run_date
+from ..store.history import run_date
+from ..store.identity import CheckName
 from ..store.model import KIND_REFRAME
 from ..store.result import Result, RunState
 from .bounds import meets
@@ -156,7 +157,7 @@ def refusal(run):
 
 
 def _check_of(case, checks):
-    name = check_name(case.check).split(' %')[0].split(' ')[0]
+    name = CheckName.of(case.check).check
     if checks is None or name in checks:
         return name
     variant = re.fullmatch(r'(\w+)_\d+', name)     # a perflog's unique name, MemTest_3

@@ -4,7 +4,7 @@ A case belongs to a node when it ran on exactly one node (Case.nodes): a single-
 check, a check ReFrame ran once per node with `--distribute`, a job's kernel document
 (its `host`). ReFrame 4.10's `--distribute` (reframe/frontend/testgenerators.py,
 distribute_tests) makes each node's case a variant with two hidden parameters, so its
-display name is `MemTest %.part=local-slurm:x86 %.nid=n1`: check_name() strips them (and
+display name is `MemTest %.part=local-slurm:x86 %.nid=n1`: store.identity strips them (and
 `--repeat`'s `%.repeat_no=N`; a perflog's `MemTest_<variant>`), so that a check is the
 same across runs and nodes.
 
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from .. import kernels
 from ..errors import CannotRun
+from .identity import CheckName
 from .model import KIND_REFRAME
 from .reader import load_run
 from .result import Result, RunState
@@ -36,27 +37,7 @@ FLAKY_FAILS, LAST_RUNS = 2, 5
 KEY_METRICS = 3
 
 # ReFrame's generated parameters: --distribute's partition and node, --repeat's number.
-_GENERATED = re.compile(r'\s+%\.(?:part|nid|repeat_no)=\S+')
-_VARIANT = re.compile(r'(\w+)_\d+')
-_NID = re.compile(r'%\.nid=(\S+)')
 _STAMP = re.compile(r'(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)')
-
-
-def check_name(name):
-    '''A check's name with what `--distribute` and `--repeat` add stripped:
-    'MemTest %.part=sys:x86 %.nid=n1' -> 'MemTest'; other parameters are kept. A
-    perflog's unique name of such a variant, 'MemTest_3', is its kernel's check.'''
-    name = _GENERATED.sub('', name or '').strip()
-    m = _VARIANT.fullmatch(name)
-    if m and kernels.of_check(m.group(1)):
-        return m.group(1)
-    return name
-
-
-def distributed_node(name):
-    '''The node a `--distribute` case was pinned to ('n1'), or ''.'''
-    m = _NID.search(name or '')
-    return m.group(1) if m else ''
 
 
 def run_date(run):
@@ -136,7 +117,7 @@ def _key_metrics(case):
     judged = [m for m in case.metrics if m.judged]
     if not judged:
         kernel = kernels.of_document(case.docs[0]) if case.docs else None
-        kernel = kernel or kernels.of_check(check_name(case.check).split(' %')[0])
+        kernel = kernel or kernels.of_check(CheckName.of(case.check).check)
         names = list(kernel.metrics) if kernel else []
         judged = [m for n in names for m in case.metrics if m.name == n]
     return [(m.name, m.value, m.unit) for m in judged[:KEY_METRICS]]
@@ -150,7 +131,7 @@ def node_cases(run):
         if len(nodes) != 1:
             continue
         out.setdefault(nodes[0], []).append(Entry(
-            check_name(case.check), case.where, case.result, case.failed_tries,
+            CheckName.of(case.check).label, case.where, case.result, case.failed_tries,
             _key_metrics(case)))
     return out
 

@@ -18,7 +18,7 @@ from .. import kernels
 
 #: ReFrame's parameters of --distribute and --repeat: not part of the check's name.
 GENERATED_PARAMS = ('.part', '.nid', '.repeat_no')
-_PARAM = re.compile(r'%([\w.]+)=(\S+)')
+_PARAM = re.compile(r'%([\w.]+)=(\S*)')
 _VARIANT = re.compile(r'(\w+)_\d+')
 
 

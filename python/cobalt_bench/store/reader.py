@@ -332,6 +332,12 @@ def _report_file_run(path, report):
               run_id=str(session.get('uuid') or os.path.splitext(os.path.basename(path))[0]))
     _from_report(run, report, path)
     run.sources.append(path)
+    return _finished(run)
+
+
+def _finished(run):
+    '''A ReFrame run once read: each case's damage marked and counted, its sources listed,
+    its cases in order.'''
     for c in run.cases:
         _mark_damaged(c, run.path)
         run.damaged.extend(d for d in c.damaged if d not in run.damaged)
@@ -385,12 +391,7 @@ def load_run(path):
             have_report = False
         if not have_report:
             perflog.read_run(run, _collect_docs, _mark_damaged)
-        for c in run.cases:
-            _mark_damaged(c, run.path)
-            run.damaged.extend(d for d in c.damaged if d not in run.damaged)
-            run.sources.extend(c.doc_paths)
-        run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
-        return run
+        return _finished(run)
 
     docs, damaged, marks, records = [], [], [], []
     for dirpath, _, files in os.walk(path):

@@ -13,26 +13,31 @@ TIMEOUT_S = 20
 _CHUNK = 500
 
 
+def _sacct(*args):
+    """sacct's stdout for `args` (run as a program, no shell), or None where there is no
+    sacct or it fails."""
+    sacct = shutil.which('sacct')
+    if not sacct:
+        return None
+    try:
+        out = subprocess.run([sacct, '--noheader', '--parsable2', *args], capture_output=True,
+                             text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
 def job_states(jobids):
     '''{job id: state} for the numeric `jobids` (sacct's State of each job's allocation,
     e.g. 'NODE_FAIL', 'CANCELLED by 0'); {} for what sacct does not answer.'''
     ids = sorted({str(j) for j in jobids if str(j).isdigit()}, key=int)
-    sacct = shutil.which('sacct')
-    if not ids or not sacct:
-        return {}
     states = {}
     for i in range(0, len(ids), _CHUNK):
-        try:
-            out = subprocess.run([sacct, '--noheader', '--allocations', '--parsable2',
-                                  '--format', 'JobIDRaw,State', '--jobs',
-                                  ','.join(ids[i:i + _CHUNK])],
-                                 capture_output=True, text=True, timeout=TIMEOUT_S,
-                                 stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
+        out = _sacct('--allocations', '--format', 'JobIDRaw,State', '--jobs',
+                     ','.join(ids[i:i + _CHUNK]))
+        if out is None:
             return states
-        if out.returncode != 0:
-            return states
-        for line in out.stdout.splitlines():
+        for line in out.splitlines():
             jobid, _, state = line.partition('|')
             if jobid in ids and state:
                 states[jobid] = state
@@ -44,19 +49,9 @@ def step_signal(jobid):
     steps, the batch step's included), or None: a runner that reports a killed job's
     signal as its exit code (ReFrame's Slurm scheduler: 9 for SIGKILL) is read here."""
     jobid = str(jobid)
-    sacct = shutil.which('sacct')
-    if not jobid.isdigit() or not sacct:
-        return None
-    try:
-        out = subprocess.run([sacct, '--noheader', '--parsable2', '--format',
-                              'JobIDRaw,ExitCode', '--jobs', jobid],
-                             capture_output=True, text=True, timeout=TIMEOUT_S,
-                             stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    for line in out.stdout.splitlines():
+    out = _sacct('--format', 'JobIDRaw,ExitCode', '--jobs', jobid) if jobid.isdigit() \
+        else None
+    for line in (out or '').splitlines():
         step, _, code = line.partition('|')
         _, _, signal = code.partition(':')
         if step.startswith(jobid) and signal.isdigit() and int(signal) > 0:

@@ -15,7 +15,6 @@ they accept (.ci/run: 4.7.3, Spack's newest); without one they skip, naming it.'
 import json
 import os
 import subprocess
-import textwrap
 
 import pytest
 

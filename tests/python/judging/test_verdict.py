@@ -17,6 +17,7 @@ from cobalt_bench import site as refs
 from cobalt_bench.judging import judge as jd
 from cobalt_bench.judging import verdict as vd
 from cobalt_bench.report import markdown as rp_markdown
+from cobalt_bench.store.identity import CheckName
 from cobalt_bench.report import model as rp_model
 from cobalt_bench.store import model as rs
 from cobalt_bench.store import reader as rs_reader
@@ -34,7 +35,8 @@ def case(check, result='pass', metrics=(), fail_phase='', fail_reason='', part='
                 result=Result(result),
                 fail_phase=fail_phase, fail_reason=fail_reason, docs=list(docs))
     site = refs.load_site(system)
-    name, params = jd.check_and_params(check)
+    name = CheckName.of(check)
+    name, params = name.check, name.param_dict
     table = site.references.lookup(name, f'{system}:{part}', params)
     for metric, value in metrics:
         ref = table.get(metric)

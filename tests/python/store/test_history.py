@@ -13,16 +13,6 @@ from plugins.stores import reframe_run, stamp
 OK, BAD = Result.PASS, Result.FAIL
 
 
-def test_distribute_names_are_stripped():
-    # As ReFrame 4.10.4 names a --distribute case (checked with make_test as
-    # reframe/frontend/testgenerators.py does: 'Foo %x=lo %.part=sys:x86 %.nid=n1').
-    assert history.check_name('MemTest %.part=local-slurm:x86 %.nid=n1') == 'MemTest'
-    assert history.check_name('EthTest %interface=lo %.part=sys:x86 %.nid=n12') == \
-        'EthTest %interface=lo'
-    assert history.check_name('MemTest %.repeat_no=3') == 'MemTest'
-    assert history.distributed_node('MemTest %.part=s:p %.nid=n7') == 'n7'
-
-
 @pytest.fixture
 def five_runs(tmp_path):
     '''Five runs of n1, n2, n3: n1 fails in runs 2 and 4 (in run 4 only in a first try
@@ -98,9 +88,3 @@ def test_a_site_filter_and_a_running_run(tmp_path):
     reframe_run(results, stamp(2), {'x1': (8.0, OK)}, site='other')
     assert list(history.node_history(results, site='other').nodes) == ['x1']
     assert sorted(history.node_history(results).nodes) == ['n1', 'x1']
-
-
-def test_a_perflogs_variant_name_is_its_check():
-    # Without report.json the cases come from the perflogs, named by ReFrame's unique name.
-    assert history.check_name('MemTest_3') == 'MemTest'
-    assert history.check_name('Something_3') == 'Something_3'
