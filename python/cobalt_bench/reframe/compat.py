@@ -147,7 +147,21 @@ def adapt_configuration(configuration):
                 remember_platform(f"{system}:{part['name']}", proc['platform'])
             part['processor'] = {k: v for k, v in proc.items() if k in known}
 
-    return each_partition(configuration, without_newer_keys)
+    configuration = each_partition(configuration, without_newer_keys)
+    # On a host that none of the site's systems names, ReFrame takes its own 'generic'
+    # system, whose processor it reads from the same cache: this configuration's copy of
+    # it names the processor too.
+    generic = _cached_processor('generic', 'default')
+    systems = configuration.get('systems')
+    if generic and isinstance(systems, list) and not any(
+            isinstance(s, dict) and s.get('name') == 'generic' for s in systems):
+        configuration['systems'] = systems + [{
+            'name': 'generic', 'descr': "ReFrame's generic system, its processor named",
+            'hostnames': ['.*'], 'partitions': [{
+                'name': 'default', 'scheduler': 'local', 'launcher': 'local',
+                'environs': ['builtin'],
+                'processor': {k: v for k, v in generic.items() if k in known}}]}]
+    return configuration
 
 
 def each_partition(configuration, change):
