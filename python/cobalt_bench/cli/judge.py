@@ -194,7 +194,7 @@ def command(site_spec, result_paths, partition=None, json_dest=None, command_lin
         pass
     if status.not_run:
         return status.code
-    if status.failed:
+    if status.failed or status.interrupted:
         return 1
     if site is None:        # unjudged: the kernel's own verdict, labelled as such
         return status.code if v.cases and not v.cases[0].result.failed else 1

@@ -107,7 +107,12 @@ def _stopped(case):
     stopped = '; '.join(dict.fromkeys(r for r in reasons if r))
     if not stopped:
         return None
-    if (ended is not None and ended.failed) or sanity.node_fault_state(case.job_state):
+    # Someone stopped it (cancelled, time limit: Slurm says so): incomplete, even where
+    # the kernel died of the SIGKILL that follows; a node's fault or a crash: FAIL.
+    someone = bool(sanity.unfinished_job_reason(case.job_state)) and \
+        not sanity.node_fault_state(case.job_state)
+    if (ended is not None and ended.failed and not someone) or \
+            sanity.node_fault_state(case.job_state):
         result = Result.FAIL
     elif ended is not None and ended.not_run and not case.docs:
         result = Result.SKIP

@@ -22,7 +22,8 @@ class Ending(Word):
     RAN = 'ran'                 # 0 or 1: a run to judge by the site's references
     USAGE = 'usage error'       # 2: not run
     CANNOT_RUN = 'cannot run'   # 3: not run (absent hardware, a missing library)
-    SIGNAL = 'killed'           # ended by a signal: a failure of its node
+    INTERRUPTED = 'interrupted'  # SIGTERM, SIGINT, SIGHUP: stopped by someone, never a pass
+    SIGNAL = 'killed'           # ended by another signal: a failure of its node
     CRASH = 'crashed'           # another status: a failure of its node
 
 
@@ -30,6 +31,11 @@ class Ending(Word):
 RAN_CODES = (0, 1)
 USAGE_CODE = 2
 CANNOT_RUN_CODE = 3
+
+#: The signals the kernel contract treats as an interruption (the kernel stops, writes its
+#: document marked "interrupted" and exits 128 + N): someone stopped the run (scancel, a
+#: time limit, Ctrl-C, a lost session); the run is incomplete, not the node's failure.
+INTERRUPTING = ('SIGTERM', 'SIGINT', 'SIGHUP')
 
 #: Why a signal usually reaches a kernel, for the reader of a failure.
 _USUAL_CAUSE = {
@@ -87,7 +93,8 @@ class ExitStatus:
     @property
     def ending(self):
         if self.signal is not None:
-            return Ending.SIGNAL
+            return (Ending.INTERRUPTED if signal_name(self.signal) in INTERRUPTING
+                    else Ending.SIGNAL)
         if self.code in RAN_CODES:
             return Ending.RAN
         if self.code == USAGE_CODE:
@@ -105,6 +112,11 @@ class ExitStatus:
     def not_run(self):
         '''Not run (2: usage, 3: cannot run here): nothing was measured, nothing failed.'''
         return self.ending in (Ending.USAGE, Ending.CANNOT_RUN)
+
+    @property
+    def interrupted(self):
+        '''Stopped by someone (SIGTERM, SIGINT, SIGHUP): incomplete, never a pass.'''
+        return self.ending is Ending.INTERRUPTED
 
     @property
     def failed(self):
@@ -125,6 +137,10 @@ class ExitStatus:
         if ending is Ending.CANNOT_RUN:
             return (f'{kernel} not run: it cannot run here ({self.text()}: absent hardware '
                     'or a missing library, named in its output)')
+        if ending is Ending.INTERRUPTED:
+            name = signal_name(self.signal)
+            return (f'{kernel} was interrupted by {name} ({self.text()}): '
+                    + _USUAL_CAUSE.get(name, 'stopped before its planned end'))
         if ending is Ending.SIGNAL:
             name = signal_name(self.signal)
             cause = _USUAL_CAUSE.get(name)

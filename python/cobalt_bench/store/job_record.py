@@ -61,14 +61,17 @@ def jobid_of(doc_path):
 
 def lost_case(doc_path, kernel, node, status):
     '''The case of a job whose kernel ended with ExitStatus `status` and left no document at
-    `doc_path`: killed or crashed (FAIL, named), not run (2, 3: SKIP), or ran and wrote
-    nothing (FAIL: a lost result is never a pass).'''
+    `doc_path`: killed or crashed (FAIL, named), interrupted (ABORT: stopped by someone),
+    not run (2, 3: SKIP), or ran and wrote nothing (FAIL: a lost result is never a
+    pass).'''
     jobid = jobid_of(doc_path)
     case = Case(check=kernel, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
                 nodes=[node] if node else [], node=node, exit_status=status,
                 result=Result.FAIL, fail_phase='run', dirs=[os.path.dirname(doc_path)])
     if status.failed:
         case.fail_reason = status.reason(kernel)
+    elif status.interrupted:
+        case.result, case.fail_reason = Result.ABORT, status.reason(kernel)
     elif status.not_run:
         case.result, case.fail_reason = Result.SKIP, status.reason(kernel)
     else:

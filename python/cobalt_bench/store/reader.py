@@ -289,8 +289,11 @@ def _unfinished_jobs(run, marks, documented):
             fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
                          'no document: it was ended before the kernel wrote one')))
         run.sources.append(path)
+    # (and of the jobs whose kernel was killed: Slurm says OUT_OF_MEMORY where its
+    # memory limit was the cause)
     asked = [c for c in run.cases if c.jobid and (
-        c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs))]
+        c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs) or
+        (c.exit_status is not None and c.exit_status.failed))]
     states = slurm.job_states(c.jobid for c in asked)
     for c in asked:
         c.job_state = states.get(c.jobid, '')

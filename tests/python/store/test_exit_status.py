@@ -19,7 +19,7 @@ def status_of_a_real_death(sig):
     return proc.stdout.strip()
 
 
-@pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV, signal.SIGTERM,
+@pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV, signal.SIGBUS,
                                  signal.SIGABRT])
 def test_a_signal_is_a_named_failure(sig):
     shell = status_of_a_real_death(sig)
@@ -33,6 +33,14 @@ def test_a_signal_is_a_named_failure(sig):
     proc = subprocess.run([sys.executable, '-c', f'import os; os.kill(os.getpid(), {int(sig)})'],
                           timeout=30)
     assert ExitStatus.of(proc.returncode).reason('x') == ExitStatus.of(None, int(sig)).reason('x')
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_the_contracts_interrupting_signals_are_no_failure_of_the_node(sig):
+    status = ExitStatus.of(status_of_a_real_death(sig))
+    assert status.ending is Ending.INTERRUPTED and status.interrupted
+    assert not status.failed and not status.ran and not status.not_run
+    assert f'interrupted by {sig.name}' in status.reason('mem-test')
 
 
 def test_oom_killer_is_named_as_the_usual_cause_of_sigkill():
