@@ -148,18 +148,22 @@ cb_job_started() {
 # site directory; sbatch hands it to the job), judges the document by that site's
 # references.yaml, the same file and rule a ReFrame run of the site is judged by. Its exit
 # status is the job's: 0 met, 1 did not (or was killed, or crashed), 2 usage, 3 cannot run;
-# without a site, the kernel's own verdict (its built-in threshold). Without cobalt-bench
-# (a tree with the kernels only) the kernel's status is passed on as it is, unjudged. Partition:
+# without a site, the kernel's own verdict (its built-in threshold). Where cobalt-bench
+# cannot run (a tree with the kernels only, a node of another architecture) the kernel's
+# status is passed on as it is, unjudged. Partition:
 # $COBALT_BENCH_PARTITION, else the Slurm partition where the site has one of that name,
 # else the site's only one.
 #   cb_judge JSON KERNEL_EXIT_STATUS COMMAND_LINE; rc=$?
 cb_judge() {
     local json=$1 status=$2 command=$3 judged
-    if ! command -v cobalt-bench >/dev/null; then
+    # cobalt-bench is a Python program: on a node of another architecture (the local
+    # cluster's emulated aarch64 node) or without its Python, it is there but cannot run.
+    if ! cobalt-bench --version >/dev/null 2>&1; then
         # Nothing to judge with: the kernel's status as it is, its start mark left for the
         # report to find.
-        say "cobalt-bench not found: the end of $json is not recorded nor judged (kernel" \
-            "exit status $status, passed on; load the cobalt-bench module)"
+        say "cobalt-bench cannot run here ($(command -v cobalt-bench || echo 'not found')):" \
+            "the end of $json is not recorded nor judged (kernel exit status $status," \
+            "passed on; load the cobalt-bench module)"
         return "$status"
     fi
     cobalt-bench judge --exit-status "$status" \
