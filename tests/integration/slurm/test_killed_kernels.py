@@ -4,8 +4,8 @@ is a failure of its node, never a case that disappears, and nothing a sweep lost
 - mem-test killed by a real SIGKILL and a real SIGSEGV inside jobs/mem-test.slurm: the job
   fails, `cobalt-bench judge --exit-status` records the end (no document needed), and the
   report names the signal and the node (verdict.json bad_nodes, bad-nodes.txt);
-- the same in a node sweep (jobs/node-sweep.slurm on two nodes): the node whose kernel was
-  killed is the bad node;
+- the same in a node sweep (jobs/node-sweep.slurm on two nodes, SIGKILL and SIGSEGV): the
+  node whose kernel was killed is the bad node;
 - a clean sweep that a compliance definition passes, copied and then damaged the ways a
   failing cluster and a hostile user do (a node that wrote nothing, a start mark alone, a
   truncated document, another host's document, a document in another unit, one without
@@ -151,16 +151,17 @@ def run_sweep(tmp_path, cluster, site, opts, during=None):
     return jobid, results / 'slurm' / f'node-sweep-{jobid}', log, env
 
 
-def test_a_killed_kernel_in_a_sweep_makes_its_node_the_bad_node(tmp_path, slurm_cluster,
+@pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV])
+def test_a_killed_kernel_in_a_sweep_makes_its_node_the_bad_node(sig, tmp_path, slurm_cluster,
                                                                 compliance_site):
     victim = two_nodes(slurm_cluster.env)[1]
     jobid, out, log, env = run_sweep(tmp_path, slurm_cluster, compliance_site,
                                      LONG.replace('300', '20'),
-                                     lambda j: kill_kernel(j, signal.SIGKILL, node=victim))
+                                     lambda j: kill_kernel(j, sig, node=victim))
     verdict = json.loads((out / 'report' / 'verdict.json').read_text())
     assert verdict['state'] == 'NOT COMPLIANT', log
     assert [b['node'] for b in verdict['bad_nodes']] == [victim], (verdict['bad_nodes'], log)
-    assert 'killed by SIGKILL' in verdict['bad_nodes'][0]['why']
+    assert f'killed by {sig.name}' in verdict['bad_nodes'][0]['why']
     listed = (out / 'report' / 'bad-nodes.txt').read_text()
     assert victim in listed.split(), listed
 
