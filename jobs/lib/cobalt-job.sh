@@ -150,9 +150,8 @@ cb_job_started() {
 # status is the job's: 0 met, 1 did not (or was killed, or crashed), 2 usage, 3 cannot run;
 # without a site, the kernel's own verdict (its built-in threshold). Where cobalt-bench
 # cannot run (a tree with the kernels only, a node of another architecture) the kernel's
-# status is passed on as it is, unjudged. Partition:
-# $COBALT_BENCH_PARTITION, else the Slurm partition where the site has one of that name,
-# else the site's only one.
+# status is passed on as it is, unjudged. Partition: $COBALT_BENCH_PARTITION, else the
+# Slurm partition where the site has one of that name, else the site's only one.
 #   cb_judge JSON KERNEL_EXIT_STATUS COMMAND_LINE; rc=$?
 cb_judge() {
     local json=$1 status=$2 command=$3 judged

@@ -3,7 +3,6 @@ would in a run of the site; each result's verdict printed, the judgement written
 
 import json
 import os
-import re
 import socket
 import sys
 
@@ -73,8 +72,7 @@ def _job_end(result_paths, status_text, kernel, node, command):
     status = ExitStatus.of(status_text)
     path = os.path.abspath(result_paths[0])
     mark = job_record.read_mark(job_record.started_path(path))
-    kernel = kernel or mark.get('kernel') or re.sub(r'-\d+$', '', os.path.basename(
-        path)[:-len('.json')] if path.endswith('.json') else os.path.basename(path))
+    kernel = kernel or mark.get('kernel') or job_record.kernel_of(path)
     node = node or os.environ.get('SLURMD_NODENAME') or socket.gethostname().split('.')[0]
     run = Run(path=path, kind=KIND_JOBS)
     if os.path.isfile(path):

@@ -99,20 +99,19 @@ def _stopped(case):
     cause named. The one rule of judging.exit_status and judging.sanity.'''
     ended = case.exit_status
     kernel = case.kernel or CheckName.of(case.check).check
-    exited = ended.reason(kernel) if ended is not None else ''
-    reasons = [exited,
+    unfinished = sanity.unfinished_job_reason(case.job_state)
+    node_fault = sanity.node_fault_state(case.job_state)
+    reasons = [ended.reason(kernel) if ended is not None else '',
                case.fail_reason if case.result is Result.ABORT else '',
                sanity.interrupted_reason(case.docs[0]) if case.docs else '',
-               sanity.unfinished_job_reason(case.job_state)]
+               unfinished]
     stopped = '; '.join(dict.fromkeys(r for r in reasons if r))
     if not stopped:
         return None
     # Someone stopped it (cancelled, time limit: Slurm says so): incomplete, even where
     # the kernel died of the SIGKILL that follows; a node's fault or a crash: FAIL.
-    someone = bool(sanity.unfinished_job_reason(case.job_state)) and \
-        not sanity.node_fault_state(case.job_state)
-    if (ended is not None and ended.failed and not someone) or \
-            sanity.node_fault_state(case.job_state):
+    someone = bool(unfinished) and not node_fault
+    if (ended is not None and ended.failed and not someone) or node_fault:
         result = Result.FAIL
     elif ended is not None and ended.not_run and not case.docs:
         result = Result.SKIP

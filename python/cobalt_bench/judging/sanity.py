@@ -11,7 +11,7 @@ report to a job's document (judging.judge), and the verdict reads what it said.
     fast it was.
 '''
 
-from ..store.exit_status import CANNOT_RUN_CODE, ExitStatus, not_run_text
+from ..store.exit_status import ExitStatus, not_run_text
 
 
 def did_not_run(phase, reason):
@@ -20,18 +20,18 @@ def did_not_run(phase, reason):
     return phase in ('sanity', 'run') and not_run_text(reason)
 
 
-def cannot_run_here(code):
-    '''Whether a kernel's exit status says it cannot run here (3: absent hardware).'''
-    return isinstance(code, int) and not isinstance(code, bool) and \
-        code == CANNOT_RUN_CODE
+def exit_status(code=None, signal=None):
+    '''The ExitStatus of a runner's exit code and signal; None where it gave neither (its
+    end was not seen).'''
+    return None if code is None and not signal else ExitStatus.of(code, signal)
 
 
-def exit_reason(kernel, code=None, signal=None):
-    '''Why a kernel that exited with `code` (or was ended by `signal`) is no run to judge;
+def exit_reason(kernel, status):
+    '''Why a kernel that ended with ExitStatus `status` (None: not seen) is no run to judge;
     '' when it is one (0 or 1).'''
-    if code is None and not signal:
+    if status is None:
         return f'{kernel} left no exit status: its end was not seen'
-    return ExitStatus.of(code, signal).reason(kernel)
+    return status.reason(kernel)
 
 
 def interrupted_reason(doc):

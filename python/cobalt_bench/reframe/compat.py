@@ -42,8 +42,9 @@ import re
 import reframe
 
 __all__ = ['NEWEST_TESTED', 'OLDEST', 'PLUGIN_BASE', 'RFM_VERSION', 'adapt_configuration',
-           'at_least', 'each_partition', 'has_results_storage', 'judges_zero_references', 'parse_version',
-           'processor_keys', 'processor_platform', 'too_old', 'version_text']
+           'at_least', 'each_partition', 'has_results_storage', 'judges_zero_references',
+           'parse_version', 'processor_keys', 'processor_platform', 'too_old',
+           'version_text']
 
 #: The oldest ReFrame cobalt-bench supports, and the newest its CI runs.
 OLDEST = (4, 5)
@@ -141,7 +142,7 @@ def adapt_configuration(configuration):
     known = processor_keys()
 
     def without_newer_keys(system, part):
-        proc = part.get('processor') or _cached_processor(system, part['name'])
+        proc = part.get('processor') or _cached_processor(system, part['name'], known)
         if proc:
             if proc.get('platform'):
                 remember_platform(f"{system}:{part['name']}", proc['platform'])
@@ -151,7 +152,7 @@ def adapt_configuration(configuration):
     # On a host that none of the site's systems names, ReFrame takes its own 'generic'
     # system, whose processor it reads from the same cache: this configuration's copy of
     # it names the processor too.
-    generic = _cached_processor('generic', 'default')
+    generic = _cached_processor('generic', 'default', known)
     systems = configuration.get('systems')
     if generic and isinstance(systems, list) and not any(
             isinstance(s, dict) and s.get('name') == 'generic' for s in systems):
@@ -186,14 +187,14 @@ def each_partition(configuration, change):
 
 # ---- the processor a newer ReFrame detected (4.6) ---------------------------------------
 
-def _cached_processor(system, partition):
+def _cached_processor(system, partition, known):
     '''The processor a ReFrame detected for a partition and cached in
     ~/.reframe/topology/<system>-<partition>/processor.json, shared by every ReFrame of
     the user ({} where none or unreadable). From 4.6 on the file holds 'platform', 'model'
     and 'vendor', and ReFrame 4.5 stops on it ("could not validate meta-config file"):
     there, a cobalt-bench site's own configuration names the processor itself (without
     those keys, adapt_configuration), so that 4.5 never reads the file; the file, and
-    ReFrame, stay as they are.'''
+    ReFrame, stay as they are. `known`: the keys the running ReFrame's schema allows.'''
     path = os.path.join(os.path.expanduser('~'), '.reframe', 'topology',
                         f'{system}-{partition}', 'processor.json')
     try:
@@ -201,7 +202,7 @@ def _cached_processor(system, partition):
             info = json.load(fp)
     except (OSError, ValueError):
         return {}
-    return info if isinstance(info, dict) and set(info) - processor_keys() else {}
+    return info if isinstance(info, dict) and set(info) - known else {}
 
 
 # ---- references of 0 (4.8) -------------------------------------------------------------

@@ -35,6 +35,7 @@ from reframe.core.exceptions import SanityError
 
 from .. import kernels, paths
 from ..judging import sanity
+from ..store.exit_status import Ending, ExitStatus
 from ..tools import slurm
 from . import compat
 from .settings import SETTINGS, SiteSettings, shell_args
@@ -169,8 +170,9 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         scheduler: job.signal; Slurm: sacct's ExitCode of the job's steps, as ReFrame
         gives only the signal's number as the exit code there), else None.'''
         signal = getattr(self.job, 'signal', None)
-        if signal or self.job.exitcode in (0, 1, 2, 3):
-            return signal
+        code = self.job.exitcode
+        if signal or code is None or ExitStatus.of(code).ending is not Ending.CRASH:
+            return signal      # a status of the contract, or a signal already known
         if self.current_partition.scheduler.registered_name in ('slurm', 'squeue'):
             return slurm.step_signal(self.job.jobid)
         return None
@@ -199,8 +201,9 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         # failure of the node, named. A job that Slurm ended (cancelled, time limit, node
         # failure, out of memory) did not finish, whatever its exit code.
         unfinished = sanity.unfinished_job_reason(getattr(self.job, 'state', None))
-        ended = sanity.exit_reason(self.kernel, self.job.exitcode, self._signal())
-        if sanity.cannot_run_here(self.job.exitcode) and not unfinished:
+        status = sanity.exit_status(self.job.exitcode, self._signal())
+        ended = sanity.exit_reason(self.kernel, status)
+        if status is not None and status.ending is Ending.CANNOT_RUN and not unfinished:
             # Absent hardware (no NVIDIA GPU, no InfiniBand port) on a partition that fits:
             # not run, with what the kernel says is missing.
             self.skip(f'{ended}: {self._said()}')

@@ -71,14 +71,18 @@ def gpu_vendors(part, setting):
     return vendors
 
 
+def _nvidia_or_unsaid(part, setting):
+    vendors = gpu_vendors(part, setting)
+    return not vendors or 'nvidia' in vendors
+
+
 # Each: (partition, setting) -> bool; setting(partition, name) is a site setting's value
 # (settings.partition_value, passed in: the settings table is the one reader of extras).
 PLACEMENTS = {
     'any': lambda p, setting: True,
     'compute': lambda p, setting: not _login(p),
     'gpu': lambda p, setting: _gpu(p),
-    'nvidia gpu': lambda p, setting: _gpu(p) and (not gpu_vendors(p, setting) or
-                                                  'nvidia' in gpu_vendors(p, setting)),
+    'nvidia gpu': lambda p, setting: _gpu(p) and _nvidia_or_unsaid(p, setting),
     'mpi': lambda p, setting: 'mpi' in p.features,
     'mpi launcher': lambda p, setting: _launcher(p) not in _NOT_MPI,
     'infiniband': lambda p, setting: 'infiniband' in p.features,

@@ -126,7 +126,7 @@ _SETTINGS = [
             "ports IbWriteBw sends from ('device:port'); none: every port in "
             '/sys/class/infiniband'),
     Setting('ib_write_bw_opts', str, '', "more ib_write_bw options for both sides, e.g. '-F'"),
-    # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
+    # Every check: its environment, and the site whose references judge it.
     Setting('prog_environ', str, '',
             "the programming environment cobalt-bench's checks run with on this partition "
             "(each check runs once per partition); '': the partition's first"),
@@ -135,6 +135,7 @@ _SETTINGS = [
             "partition (a cobalt-bench Site sets its own); '': $COBALT_BENCH_SITE, else "
             "ReFrame's reference prefix (shared with other suites: their entries are "
             "ignored), else none: the checks run unjudged"),
+    # Dolphin PCIe interconnect (reframe_checks/dolphin.py).
     Setting('dolphin', dict, {}, 'the Dolphin interconnect of the partition: ' +
             ', '.join(s.name for s in DOLPHIN), keys=DOLPHIN),
 ]
@@ -172,8 +173,8 @@ def _namespace(extras):
 
 def check_extras(extras, partition):
     '''Raise ConfigError unless every key of the cobalt-bench namespace of `extras` (the
-    extras of the partition named `partition`, e.g. 'local:default'), and every setting
-    is a site setting with a value of its type. Other keys are other suites' business.'''
+    extras of the partition named `partition`, e.g. 'local:default') is a site setting with
+    a value of its type. Other keys are other suites' business.'''
     extras = extras or {}
     where = f'partition {partition!r}: extras[{NAMESPACE!r}]'
     own = extras.get(NAMESPACE)

@@ -55,8 +55,20 @@ def read_mark(path):
 
 
 def jobid_of(doc_path):
+    '''The job id in a job document's name (mem-test-12.json -> '12'), or ''.'''
     m = _JOBID.search(doc_path)
     return m.group(1) if m else ''
+
+
+def kernel_of(doc_path):
+    '''The kernel a job document's name says (mem-test-12.json, its mark
+    mem-test-12.started -> 'mem-test').'''
+    name = os.path.basename(doc_path)
+    for suffix in (JUDGED_SUFFIX, STARTED, '.json'):
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+            break
+    return re.sub(r'-\d+$', '', name)
 
 
 def lost_case(doc_path, kernel, node, status):

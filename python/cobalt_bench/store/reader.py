@@ -23,8 +23,8 @@ from ..tools import slurm
 from . import confine, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
-from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, judged_path,
-                         read_mark, read_record, record_status)
+from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
+                         judged_path, kernel_of, read_mark, read_record, record_status)
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
@@ -253,8 +253,7 @@ def _from_report(run, report, path):
 
 def _case_from_doc(doc, path):
     passed = (doc.get('compliance') or {}).get('passed')
-    m = re.search(r'-(\d+)\.json$', path)
-    jobid = m.group(1) if m else ''
+    jobid = jobid_of(path)
     case = Case(check=doc.get('test', '?'), partition=f'job {jobid}' if jobid else 'job',
                 nodes=[doc.get('host', '')], jobid=jobid,
                 result=(Result.PASS if passed else Result.FAIL if passed is False
@@ -279,7 +278,7 @@ def _unfinished_jobs(run, marks, documented):
         mark = read_mark(path)
         name = os.path.basename(path)[:-len(STARTED)]
         jobid = mark.get('job', '')
-        check = mark.get('kernel') or re.sub(r'-\d+$', '', name)
+        check = mark.get('kernel') or kernel_of(path)
         when = f' at {mark["started"]}' if 'started' in mark else ''
         run.cases.append(Case(
             check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
@@ -433,9 +432,9 @@ def load_run(path):
         run.sources.append(p)
     for d in sorted(damaged, key=lambda d: d.path):
         # A job's document that cannot be read: its job's result is lost, not absent.
-        m = re.match(r'(.+?)(?:-(\d+))?\.json$', os.path.basename(d.path))
-        case = Case(check=m.group(1), partition=f'job {m.group(2)}' if m.group(2) else 'job',
-                    jobid=m.group(2) or '', result=Result.UNKNOWN, damaged=[d])
+        jobid = jobid_of(d.path)
+        case = Case(check=kernel_of(d.path), partition=f'job {jobid}' if jobid else 'job',
+                    jobid=jobid, result=Result.UNKNOWN, damaged=[d])
         _mark_damaged(case, path)
         run.cases.append(case)
         run.damaged.append(d)

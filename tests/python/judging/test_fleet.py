@@ -137,7 +137,8 @@ def test_failed_case_is_a_bad_node_whatever_its_peers():
 def test_a_case_not_run_is_not_the_nodes_fault():
     c = node_case('n2', 1.0, result=Result.FAIL)
     c.metrics = []
-    c.fail_phase, c.fail_reason = 'sanity', sanity.exit_reason('gpu-copy', 3)
+    c.fail_phase = 'sanity'
+    c.fail_reason = sanity.exit_reason('gpu-copy', sanity.exit_status(3))
     assert analyse([node_case('n1', 1.0), c]).bad_nodes == []
 
 
