@@ -214,7 +214,7 @@ static void print_summary(const lt_run *run, const lt_verdict *v)
     if (!v->all_tested)
         fprintf(cb_human(), "NOT ALL PAIRS TESTED: %.0f of %lld\n", s->npairs, run->order.expected);
     if (cfg->check_buffers)
-        fprintf(cb_human(), "Buffer check: %.0f wrong bytes in %.0f pair tests\n", run->errors.bytes, run->errors.pairs);
+        fprintf(cb_human(), "Buffer check: %.0f wrong bytes; %.0f pair tests received any\n", run->errors.bytes, run->errors.pairs);
     print_main_time(&run->test.main);
     if (!cfg->no_output && !run->write_failed)
         fprintf(cb_human(), "Matrix: %s (%d x %d, seconds per message; cb-linktest-report %s)\n", cfg->output, run->world.size,

@@ -46,7 +46,7 @@ void gc_print_gpu_links(const gc_gpu *g, int *degraded_links)
         gc_link_name(dmax, sizeof dmax, l->dev_max_gts, l->dev_max_width);
         gc_link_name(pmax, sizeof pmax, l->port_max_gts, l->port_max_width);
         fprintf(cb_human(), "  link %s -> %s (%s): %s = %.2f Gbit/s per direction%s; %s max %s, port max %s\n",
-               l->up[0] ? l->up : "?", l->down, k == 0 ? "the GPU" : "switch uplink", cur, v.cur_gbits,
+               gc_link_upstream(l), l->down, k == 0 ? "the GPU" : "switch uplink", cur, v.cur_gbits,
                k == 0 ? (idle ? " (read idle)" : " (read under load)") : "",
                k == 0 ? "GPU" : "switch", dmax, pmax);
         if (v.degraded) {

@@ -83,7 +83,7 @@ static void print_device(const listing *ls, int i)
         gc_link_name(dmax, sizeof dmax, l->dev_max_gts, l->dev_max_width);
         gc_link_name(pmax, sizeof pmax, l->port_max_gts, l->port_max_width);
         printf("  %s %s -> %s: %s; device max %s, port max %s: %s\n", k == 0 ? "link" : "uplink",
-               l->up[0] ? l->up : "?", l->down, cur, dmax, pmax, gc_link_status_names[lv.status]);
+               gc_link_upstream(l), l->down, cur, dmax, pmax, gc_link_status_names[lv.status]);
         if (lv.text[0])
             printf("    %s\n", lv.text);
     }

@@ -49,6 +49,11 @@ double gc_link_gbits(double gts, int width)
     return gts * width * gc_encoding_efficiency(gc_pcie_gen(gts));
 }
 
+const char *gc_link_upstream(const gc_link *l)
+{
+    return l->up[0] ? l->up : "root bus (no port visible)";
+}
+
 void gc_link_name(char *buf, size_t len, double gts, int width)
 {
     int gen = gc_pcie_gen(gts);
@@ -283,7 +288,7 @@ void gc_judge_link_of(const gc_link *l, int own_link, int gpu, int idle, gc_link
         if (width_trained_low)
             snprintf(t, len, "trained at x%d although both %s and its port %s support x%d: "
                      "a badly seated card or riser, damaged contacts or a signal problem. ",
-                     l->cur_width, what, l->up[0] ? l->up : "(unknown)", both_width);
+                     l->cur_width, what, gc_link_upstream(l), both_width);
         else
             snprintf(t, len, "runs at x%d, below the x%d %s supports, because its port %s "
                      "supports only x%d: an x%d slot, a riser card with x%d lanes or a "
@@ -297,7 +302,7 @@ void gc_judge_link_of(const gc_link *l, int own_link, int gpu, int idle, gc_link
             snprintf(t + used, len - used, "runs at Gen%d although both %s and its port %s "
                      "support Gen%d: a riser, retimer or cable with signal problems, or a "
                      "PCIe speed limit in the BIOS. ",
-                     gc_pcie_gen(l->cur_gts), what, l->up[0] ? l->up : "(unknown)",
+                     gc_pcie_gen(l->cur_gts), what, gc_link_upstream(l),
                      gc_pcie_gen(both_gts));
         else
             snprintf(t + used, len - used, "runs at Gen%d, below the Gen%d %s supports, "

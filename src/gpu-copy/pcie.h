@@ -137,6 +137,10 @@ void gc_json_link(struct cb_json *j, const gc_link *l, int own_link, int gpu, in
 /* "Gen3 x16 (8.0 GT/s)" or "unknown" */
 void gc_link_name(char *buf, size_t len, double gts, int width);
 
+/* The port above a link, or what sysfs shows instead: a device on a root bus with no port
+ * above it (a virtual machine's passed-through GPU, such as a Firecracker guest's H200). */
+const char *gc_link_upstream(const gc_link *l);
+
 /* Links (other than each GPU's own) that carry more than one of the given GPUs: an
  * uplink shared by GPUs behind one PCIe switch. For the i-th shared link, *link is
  * the link and members[] (a bitmask over the gpus array) the GPUs below it. Returns

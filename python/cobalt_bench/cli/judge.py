@@ -98,8 +98,10 @@ def _job_end(result_paths, status_text, kernel, node, command):
 def _print(cases, v, where, site):
     '''Each result's verdict, then the site's state: every line shown as terminal text
     (cli.terminal: names, reasons and units come from the documents).'''
+    where = {None: 'no partition (no site)',
+             '*': "any partition (the site's '*' references)"}.get(where, where)
     for case in cases:
-        name = os.path.basename(case.doc_paths[0]) if case.doc_paths else '?'
+        name = os.path.basename(case.doc_paths[0]) if case.doc_paths else 'no document'
         say(f'{case.check} ({name}) judged as {jd.check_class(case)} on {where}: '
             f'{case.result.upper()}'
             + (f': {case.fail_reason}' if case.result is not Result.PASS and case.fail_reason

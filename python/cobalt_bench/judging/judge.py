@@ -254,10 +254,12 @@ def unjudged(case, reason):
 def partition_of_job(site, slurm_partition=None):
     '''The site partition (system:partition) a job document is judged on: the one named
     (a full name or a partition's name, which for the local-slurm site is the Slurm
-    partition), else the site's only partition; None when that does not decide it.'''
+    partition), else the site's only partition; None when that does not decide it. A site
+    of references only (no partitions) judges by the partition named in full, else by its
+    '*' entries.'''
     parts = site.partitions
-    if not parts:           # a site of references only: the partition named, in full
-        return slurm_partition if slurm_partition and ':' in slurm_partition else None
+    if not parts:
+        return slurm_partition if slurm_partition and ':' in slurm_partition else '*'
     if slurm_partition:
         if slurm_partition in parts:
             return slurm_partition
