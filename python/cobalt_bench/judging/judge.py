@@ -94,17 +94,19 @@ def recorded_case(case):
 
 def _stopped(case):
     '''The case as a run that did not finish when it did not, None otherwise: FAIL where
-    it is the node's failure (a signal, a crash, Slurm's OUT_OF_MEMORY or NODE_FAIL), NOT
+    it is the node's failure (a signal, a crash, Slurm's OUT_OF_MEMORY or NODE_FAIL, a step
+    over the job's memory), NOT
     RUN (SKIP) for exit status 2 or 3, else ABORT (cancelled, time limit, interrupted), the
     cause named. The one rule of judging.exit_status and judging.sanity.'''
     ended = case.exit_status
     kernel = case.kernel or CheckName.of(case.check).check
     unfinished = sanity.unfinished_job_reason(case.job_state)
-    node_fault = sanity.node_fault_state(case.job_state)
+    over_memory = sanity.memory_overrun_reason(case.memory_overrun)
+    node_fault = sanity.node_fault_state(case.job_state) or bool(over_memory)
     reasons = [ended.reason(kernel) if ended is not None else '',
                case.fail_reason if case.result is Result.ABORT else '',
                sanity.interrupted_reason(case.docs[0]) if case.docs else '',
-               unfinished]
+               unfinished, over_memory]
     stopped = '; '.join(dict.fromkeys(r for r in reasons if r))
     if not stopped:
         return None
@@ -245,8 +247,11 @@ def unjudged(case, reason):
     '''A job document's case that nothing of a site judges (the kernel's own verdict is no
     judgement of the site's: shown apart by the report, never as the case's result). An
     interrupted run is no unjudged one: it stopped, whatever judges it (issue 27).'''
-    if case.result is Result.DAMAGED or (case.result is Result.FAIL and not case.docs):
-        return case     # unreadable, or lost (store.sweep, store.job_record): never a pass
+    if case.result is Result.DAMAGED:
+        return case     # unreadable: never a pass
+    if case.result is Result.FAIL and not case.docs:
+        # lost (store.sweep, store.job_record): never a pass, Slurm's word on why added
+        return _stopped(case) or case
     return _stopped(case) or replace(case, result=Result.UNJUDGED, fail_phase='',
                                      fail_reason=reason)
 

@@ -11,6 +11,8 @@ report to a job's document (judging.judge), and the verdict reads what it said.
     fast it was.
 '''
 
+import re
+
 from ..store.exit_status import ExitStatus, not_run_text
 
 
@@ -73,6 +75,33 @@ def unfinished_job_reason(state):
     word = _state_word(state)
     why = UNFINISHED_JOB_STATES.get(word)
     return f'the job did not finish: Slurm job state {word} ({why})' if why else ''
+
+
+def memory_overrun_reason(overrun):
+    '''Why a job whose step used more memory than it requested (`overrun`: (used, requested)
+    bytes, or None) was killed; '' when it did not.'''
+    if not overrun:
+        return ''
+    used, requested = (f'{b / 2**20:.0f} MiB' for b in overrun)
+    return (f'a step of the job used {used} of the {requested} per node it requested '
+            '(--mem): Slurm\'s memory limit kills such a step')
+
+
+# slurmstepd's word when it could not start a task (srun then exits 2, which is no usage
+# error of the kernel's).
+_LAUNCH_FAILURE = re.compile(r'^slurmstepd\S*: error: (execve\(\): .*)$')
+
+
+def launch_failure(kernel, stderr_lines):
+    '''Why `kernel` was never started on its node, read from Slurm's messages on stderr (a
+    binary missing there, or built for another architecture): a failure of the deployment
+    on that node; '' when nothing says so.'''
+    for line in stderr_lines:
+        m = _LAUNCH_FAILURE.match(line)
+        if m:
+            return (f'{kernel} could not be started on its node (Slurm: {m.group(1)}): it is '
+                    'not installed there, or not for that node\'s architecture')
+    return ''
 
 
 def node_fault_state(state):

@@ -177,13 +177,16 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
             return slurm.step_signal(self.job.jobid)
         return None
 
-    def _said(self):
-        '''The kernel's last message on stderr (what it says is missing).'''
+    def _stderr_lines(self):
         try:
             with open(os.path.join(self.stagedir, str(self.stderr))) as fp:
-                lines = [line.strip() for line in fp if line.strip()]
+                return [line.strip() for line in fp if line.strip()]
         except OSError:
-            lines = []
+            return []
+
+    def _said(self):
+        '''The kernel's last message on stderr (what it says is missing).'''
+        lines = self._stderr_lines()
         return lines[-1][:300] if lines else 'it said nothing on stderr'
 
     def _interrupted(self):
@@ -203,6 +206,9 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         unfinished = sanity.unfinished_job_reason(getattr(self.job, 'state', None))
         status = sanity.exit_status(self.job.exitcode, self._signal())
         ended = sanity.exit_reason(self.kernel, status)
+        not_started = sanity.launch_failure(self.kernel, self._stderr_lines())
+        if not_started:     # srun's exit status (2) would read as the kernel's usage error
+            raise SanityError(not_started)
         if status is not None and status.ending is Ending.CANNOT_RUN and not unfinished:
             # Absent hardware (no NVIDIA GPU, no InfiniBand port) on a partition that fits:
             # not run, with what the kernel says is missing.

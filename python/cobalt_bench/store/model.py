@@ -78,6 +78,9 @@ class Case:
     # A job document's Slurm job state (sacct) where the run did not finish: its document
     # is marked interrupted, or the job left none ('' : not asked, or not known).
     job_state: str = ''
+    # (the most memory a step of its job used, the memory the job requested per node), in
+    # bytes, where the step used more (sacct): Slurm's memory limit killed it. None: not.
+    memory_overrun: tuple | None = None
 
     def __post_init__(self):
         self.result = Result(self.result)

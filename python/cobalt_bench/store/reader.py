@@ -288,14 +288,23 @@ def _unfinished_jobs(run, marks, documented):
             fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
                          'no document: it was ended before the kernel wrote one')))
         run.sources.append(path)
-    # (and of the jobs whose kernel was killed: Slurm says OUT_OF_MEMORY where its
-    # memory limit was the cause)
-    asked = [c for c in run.cases if c.jobid and (
+    slurm_accounting(run.cases)
+
+
+def slurm_accounting(cases):
+    '''Slurm's word on the jobs of `cases` that did not end well (left no document, were
+    interrupted, or their kernel was killed): the job's state (OUT_OF_MEMORY where a cgroup
+    memory limit killed it, CANCELLED, NODE_FAIL...) and, where OverMemoryKill polls, a
+    step's MaxRSS over the job's --mem. Set on each case.'''
+    asked = [c for c in cases if c.jobid and (
         c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs) or
         (c.exit_status is not None and c.exit_status.failed))]
-    states = slurm.job_states(c.jobid for c in asked)
+    accounts = slurm.job_accounts(c.jobid for c in asked)
     for c in asked:
-        c.job_state = states.get(c.jobid, '')
+        account = accounts.get(c.jobid)
+        c.job_state = account.state if account else ''
+        if account and account.over_memory:
+            c.memory_overrun = (account.max_rss_bytes, account.requested_bytes)
 
 
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')

@@ -1,11 +1,12 @@
 '''What Slurm's accounting says of jobs: the state of a job whose kernel document is
-marked interrupted, or that left no document at all, names why the run did not finish
-(cancelled, time limit, node failure). sacct is run as a program with job ids as its
+marked interrupted, or that left no document at all, or whose kernel was killed, names why
+the run did not finish (cancelled, time limit, node failure, a step over its memory). sacct is run as a program with job ids as its
 arguments (digits only, checked here), never through a shell; where there is no sacct,
 or it fails, nothing is known and nothing is said.'''
 
 import shutil
 import subprocess
+from dataclasses import dataclass, replace
 
 #: sacct's answer waits at most this long (a cluster without a database answers slowly).
 TIMEOUT_S = 20
@@ -27,21 +28,59 @@ def _sacct(*args):
     return out.stdout if out.returncode == 0 else None
 
 
-def job_states(jobids):
-    '''{job id: state} for the numeric `jobids` (sacct's State of each job's allocation,
-    e.g. 'NODE_FAIL', 'CANCELLED by 0'); {} for what sacct does not answer.'''
+@dataclass(frozen=True)
+class JobAccount:
+    """What sacct says of one job: its state ('NODE_FAIL', 'CANCELLED by 0'), the memory
+    it requested per node (--mem) and the most any of its steps used (MaxRSS), in bytes
+    (None: not known, or requested per CPU)."""
+    state: str
+    requested_bytes: int | None = None
+    max_rss_bytes: int | None = None
+
+    @property
+    def over_memory(self):
+        """A step used more memory than the job requested: Slurm's memory limit killed it
+        (OUT_OF_MEMORY under cgroups; FAILED and SIGKILL where OverMemoryKill polls)."""
+        return (self.requested_bytes is not None and self.max_rss_bytes is not None and
+                self.max_rss_bytes > self.requested_bytes)
+
+
+_UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
+
+
+def _bytes(text):
+    """sacct's size ('160884K', '100M', '4000Mn' per node) in bytes; None for an empty
+    field or a size per CPU ('2Gc')."""
+    text = text.strip()
+    if text.endswith('n'):
+        text = text[:-1]
+    number, unit = (text[:-1], text[-1]) if text[-1:] in _UNITS and text[-1:] else (text, '')
+    try:
+        return int(float(number) * _UNITS[unit]) if number else None
+    except ValueError:
+        return None
+
+
+def job_accounts(jobids):
+    """{job id: JobAccount} for the numeric `jobids`; {} for what sacct does not answer."""
     ids = sorted({str(j) for j in jobids if str(j).isdigit()}, key=int)
-    states = {}
+    accounts = {}
     for i in range(0, len(ids), _CHUNK):
-        out = _sacct('--allocations', '--format', 'JobIDRaw,State', '--jobs',
+        out = _sacct('--format', 'JobIDRaw,State,ReqMem,MaxRSS', '--jobs',
                      ','.join(ids[i:i + _CHUNK]))
         if out is None:
-            return states
-        for line in out.splitlines():
-            jobid, _, state = line.partition('|')
+            return accounts
+        rows = [line.split('|') for line in out.splitlines()]
+        for jobid, state, req_mem, _ in (r for r in rows if len(r) == 4):
             if jobid in ids and state:
-                states[jobid] = state
-    return states
+                accounts[jobid] = JobAccount(state, _bytes(req_mem))
+        for step, _, _, max_rss in (r for r in rows if len(r) == 4):
+            jobid = step.partition('.')[0]
+            rss = _bytes(max_rss)
+            if step != jobid and jobid in accounts and rss is not None:
+                known = accounts[jobid].max_rss_bytes or 0
+                accounts[jobid] = replace(accounts[jobid], max_rss_bytes=max(known, rss))
+    return accounts
 
 
 def step_signal(jobid):

@@ -125,6 +125,52 @@ def test_a_killed_kernel_in_a_job_script_is_a_named_failure(sig, tmp_path, slurm
     assert listed == [node]
 
 
+@pytest.fixture
+def memory_limited(slurm_cluster):
+    '''The cluster restarted with Slurm's memory limit (`cluster restart --memory-limits`:
+    CR_Core_Memory, OverMemoryKill), then restarted as it was.'''
+    size = len(set(subprocess.run(['sinfo', '-h', '-p', 'x86', '-N', '-o', '%N'],
+                                  env=slurm_cluster.env, text=True, capture_output=True,
+                                  timeout=30).stdout.split()))
+    r = slurm_cluster.cluster('restart', '--nodes', str(size), '--memory-limits')
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        yield slurm_cluster
+    finally:
+        r = slurm_cluster.cluster('restart', '--nodes', str(size))
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_kernel_over_its_jobs_memory_is_killed_by_slurm_and_named(tmp_path, memory_limited,
+                                                                    compliance_site):
+    '''Slurm's own memory limit, for real: mem-test's 152 MiB of buffers in a job of --mem
+    100M. OverMemoryKill kills the step (SIGKILL; the job FAILED, sacct's MaxRSS over
+    ReqMem): a failure of that node, with Slurm's reason, at the job's end and in the
+    report.'''
+    results = tmp_path / 'results'
+    env = job_env(memory_limited.env, MEM_TEST_OPTS=LONG, COBALT_BENCH_RESULTS=str(results),
+                  COBALT_BENCH_SITE=str(compliance_site))
+    jobid = sbatch(MEM_TEST_JOB, tmp_path, env, '-p', 'x86', '--mem=100M',
+                   '--acctg-freq=task=1')
+    try:
+        state, exitcode = finished_job(jobid, env, timeout=180)
+    finally:
+        subprocess.run(['scancel', jobid], env=env, timeout=30)
+    log = (tmp_path / f'mem-test-{jobid}.out').read_text()
+    assert 'exceeded memory limit' in log, log          # Slurm's word, not ours
+    assert (state, exitcode) == ('FAILED', '1:0'), log
+    over = "of the 100 MiB per node it requested (--mem): Slurm's memory limit"
+    assert 'killed by SIGKILL' in log and over in log, log
+    slurm_dir = results / 'slurm'
+    record = json.loads((slurm_dir / f'mem-test-{jobid}.judged.json').read_text())
+    assert record['exit_status']['signal'] == signal.SIGKILL, record
+    rc, out, verdict, listed = report(slurm_dir, compliance_site, env)
+    assert rc == 1 and verdict['state'] == 'NOT COMPLIANT', out
+    assert over in out, out
+    assert [b['node'] for b in verdict['bad_nodes']] == [record['node']], verdict['bad_nodes']
+    assert listed == [record['node']]
+
+
 # ---- a node sweep ---------------------------------------------------------------------
 
 def two_nodes(env):

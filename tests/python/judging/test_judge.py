@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from cobalt_bench import kernels as cb_kernels
+from cobalt_bench.judging import sanity
 from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
 
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
@@ -196,3 +197,19 @@ def test_judge_usage_and_errors(tmp_path):
                           text=True, capture_output=True, timeout=120)
     assert proc.returncode == 1 and 'FAIL: JSON result lacks metrics' in proc.stdout, \
         proc.stdout + proc.stderr
+
+
+# ---- a kernel Slurm could not start ----------------------------------------------------
+
+# What srun printed on the local cluster's aarch64 node a1 when the tree had no aarch64
+# build (srun then exits 2, the status of a kernel's usage error).
+A1_STDERR = ['slurmstepd-a1: error: execve(): /work/main/bin/mem-test: No such file or '
+             'directory', 'srun: error: a1: task 0: Exited with exit code 2']
+
+
+def test_a_kernel_slurm_could_not_start_is_no_usage_error():
+    why = sanity.launch_failure('mem-test', A1_STDERR)
+    assert why.startswith('mem-test could not be started on its node (Slurm: execve(): '
+                          '/work/main/bin/mem-test: No such file or directory)')
+    assert 'not run' not in why and 'usage' not in why
+    assert sanity.launch_failure('mem-test', ['mem-test: --stations: not a number']) == ''
