@@ -177,6 +177,22 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
             return slurm.step_signal(self.job.jobid)
         return None
 
+    def _slurm_end(self):
+        '''Why Slurm ended the job, where it did: its state (a step's OUT_OF_MEMORY, which
+        ReFrame's job state, the allocation's, does not show) and a step over the job's
+        --mem (sacct), asked only of a job whose kernel did not end with 0.'''
+        state = getattr(self.job, 'state', None)
+        code = self.job.exitcode
+        account = None
+        if code not in (None, 0) and \
+                self.current_partition.scheduler.registered_name in ('slurm', 'squeue'):
+            account = slurm.job_accounts([self.job.jobid]).get(str(self.job.jobid))
+        over = account and account.over_memory and (account.max_rss_bytes,
+                                                    account.requested_bytes)
+        return '; '.join(filter(None, [
+            sanity.unfinished_job_reason(account.state if account else state),
+            sanity.memory_overrun_reason(over or None)]))
+
     def _stderr_lines(self):
         try:
             with open(os.path.join(self.stagedir, str(self.stderr))) as fp:
@@ -203,7 +219,7 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         # (usage) and 3 (cannot run here) are not run; a signal or any other status is a
         # failure of the node, named. A job that Slurm ended (cancelled, time limit, node
         # failure, out of memory) did not finish, whatever its exit code.
-        unfinished = sanity.unfinished_job_reason(getattr(self.job, 'state', None))
+        unfinished = self._slurm_end()
         status = sanity.exit_status(self.job.exitcode, self._signal())
         ended = sanity.exit_reason(self.kernel, status)
         not_started = sanity.launch_failure(self.kernel, self._stderr_lines())

@@ -292,12 +292,13 @@ def _unfinished_jobs(run, marks, documented):
 
 
 def slurm_accounting(cases):
-    '''Slurm's word on the jobs of `cases` that did not end well (left no document, were
-    interrupted, or their kernel was killed): the job's state (OUT_OF_MEMORY where a cgroup
+    '''Slurm's word on the jobs of `cases` that did not end well (left no document or lost
+    it, were interrupted, or their kernel was killed): the job's state (OUT_OF_MEMORY where a cgroup
     memory limit killed it, CANCELLED, NODE_FAIL...) and, where OverMemoryKill polls, a
     step's MaxRSS over the job's --mem. Set on each case.'''
     asked = [c for c in cases if c.jobid and (
         c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs) or
+        (c.result is Result.FAIL and not c.docs) or
         (c.exit_status is not None and c.exit_status.failed))]
     accounts = slurm.job_accounts(c.jobid for c in asked)
     for c in asked:

@@ -74,12 +74,20 @@ def job_accounts(jobids):
         for jobid, state, req_mem, _ in (r for r in rows if len(r) == 4):
             if jobid in ids and state:
                 accounts[jobid] = JobAccount(state, _bytes(req_mem))
-        for step, _, _, max_rss in (r for r in rows if len(r) == 4):
+        for step, state, _, max_rss in (r for r in rows if len(r) == 4):
             jobid = step.partition('.')[0]
+            if step == jobid or jobid not in accounts:
+                continue
             rss = _bytes(max_rss)
-            if step != jobid and jobid in accounts and rss is not None:
+            if rss is not None:
                 known = accounts[jobid].max_rss_bytes or 0
                 accounts[jobid] = replace(accounts[jobid], max_rss_bytes=max(known, rss))
+            # The cgroup's OOM killer ended a step (the kernel's) of a job that went on:
+            # the job is FAILED, the step OUT_OF_MEMORY, and that is what happened to it.
+            if state.startswith('OUT_OF_ME') and not accounts[jobid].state.startswith(
+                    'OUT_OF_ME'):
+                accounts[jobid] = replace(accounts[jobid],
+                                          state=f'OUT_OF_MEMORY (step {step})')
     return accounts
 
 

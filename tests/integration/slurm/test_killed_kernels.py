@@ -1,7 +1,9 @@
 '''One judge, real faults on the local Slurm cluster (issue 35): a kernel ended by a signal
 is a failure of its node, never a case that disappears, and nothing a sweep lost is a pass.
 
-- mem-test killed by a real SIGKILL and a real SIGSEGV inside jobs/mem-test.slurm: the job
+- mem-test killed by a real SIGKILL and a real SIGSEGV inside jobs/mem-test.slurm, and by Slurm's
+  memory limit (`cluster restart --memory-limits`: cgroups, OUT_OF_MEMORY, where they are
+  writable, else OverMemoryKill) in a job script, a sweep and ReFrame: the job
   fails, `cobalt-bench judge --exit-status` records the end (no document needed), and the
   report names the signal and the node (verdict.json bad_nodes, bad-nodes.txt);
 - the same in a node sweep (jobs/node-sweep.slurm on two nodes, SIGKILL and SIGSEGV): the
@@ -14,6 +16,7 @@ is a failure of its node, never a case that disappears, and nothing a sweep lost
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -141,15 +144,25 @@ def memory_limited(slurm_cluster):
         assert r.returncode == 0, r.stdout + r.stderr
 
 
+def memory_limit_of(env):
+    '''How the running cluster limits memory: 'cgroup' (task/cgroup, the kernel's OOM
+    killer) or 'poll' (OverMemoryKill), from its slurm.conf.'''
+    conf = subprocess.run(['scontrol', 'show', 'config'], env=env, text=True,
+                          capture_output=True, timeout=30).stdout
+    return 'cgroup' if re.search(r'^TaskPlugin\s*=.*task/cgroup', conf, re.M) else 'poll'
+
+
 def test_a_kernel_over_its_jobs_memory_is_killed_by_slurm_and_named(tmp_path, memory_limited,
                                                                     compliance_site):
     '''Slurm's own memory limit, for real: mem-test's 152 MiB of buffers in a job of --mem
-    100M. OverMemoryKill kills the step (SIGKILL; the job FAILED, sacct's MaxRSS over
-    ReqMem): a failure of that node, with Slurm's reason, at the job's end and in the
-    report.'''
+    100M. Where the machine lets Slurm make memory cgroups the kernel's OOM killer ends the
+    step (sacct: OUT_OF_MEMORY); elsewhere OverMemoryKill kills it (SIGKILL; MaxRSS over
+    ReqMem). Either way a failure of that node, with Slurm's reason, at the job's end and
+    in the report.'''
     results = tmp_path / 'results'
     env = job_env(memory_limited.env, MEM_TEST_OPTS=LONG, COBALT_BENCH_RESULTS=str(results),
                   COBALT_BENCH_SITE=str(compliance_site))
+    limit = memory_limit_of(env)
     jobid = sbatch(MEM_TEST_JOB, tmp_path, env, '-p', 'x86', '--mem=100M',
                    '--acctg-freq=task=1')
     try:
@@ -157,18 +170,40 @@ def test_a_kernel_over_its_jobs_memory_is_killed_by_slurm_and_named(tmp_path, me
     finally:
         subprocess.run(['scancel', jobid], env=env, timeout=30)
     log = (tmp_path / f'mem-test-{jobid}.out').read_text()
-    assert 'exceeded memory limit' in log, log          # Slurm's word, not ours
+    if limit == 'cgroup':
+        assert 'oom-kill event' in log, log                 # Slurm's word, not ours
+        why = 'Slurm job state OUT_OF_MEMORY'
+    else:
+        assert 'exceeded memory limit' in log, log
+        why = "of the 100 MiB per node it requested (--mem): Slurm's memory limit"
+        assert 'killed by SIGKILL' in log, log
     assert (state, exitcode) == ('FAILED', '1:0'), log
-    over = "of the 100 MiB per node it requested (--mem): Slurm's memory limit"
-    assert 'killed by SIGKILL' in log and over in log, log
+    assert why in log, log
     slurm_dir = results / 'slurm'
     record = json.loads((slurm_dir / f'mem-test-{jobid}.judged.json').read_text())
-    assert record['exit_status']['signal'] == signal.SIGKILL, record
+    assert why in record['results'][0]['reason'], record
     rc, out, verdict, listed = report(slurm_dir, compliance_site, env)
     assert rc == 1 and verdict['state'] == 'NOT COMPLIANT', out
-    assert over in out, out
+    assert why in out, out
     assert [b['node'] for b in verdict['bad_nodes']] == [record['node']], verdict['bad_nodes']
+    assert why in verdict['bad_nodes'][0]['why']
     assert listed == [record['node']]
+
+
+def test_a_kernel_over_its_jobs_memory_under_reframe_is_a_named_failure(tmp_path,
+                                                                       memory_limited):
+    env = reframe_env(tmp_path, memory_limited)
+    why = ('Slurm job state OUT_OF_MEMORY' if memory_limit_of(env) == 'cgroup' else
+           "per node it requested (--mem): Slurm's memory limit")
+    tc = run_reframe_memtest(tmp_path, env, '-J', 'mem=100M')
+    assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity', tc
+    assert why in tc['fail_reason'], tc['fail_reason']
+    run = tmp_path / 'local-slurm' / 'run'
+    rc, out, verdict, listed = report(run, os.path.join(ROOT, 'site-configs', 'local-slurm'),
+                                      env)
+    assert rc == 1 and why in out, out
+    node = verdict['bad_nodes'][0]['node'] if verdict['bad_nodes'] else None
+    assert node and node in listed, (verdict['bad_nodes'], listed)
 
 
 # ---- a node sweep ---------------------------------------------------------------------
@@ -182,11 +217,11 @@ def two_nodes(env):
     return nodes[:2]
 
 
-def run_sweep(tmp_path, cluster, site, opts, during=None):
+def run_sweep(tmp_path, cluster, site, opts, during=None, sbatch_options=()):
     results = tmp_path / 'results'
     env = job_env(cluster.env, COBALT_BENCH_SITE=str(site), COBALT_BENCH_RESULTS=str(results),
                   MEM_TEST_OPTS=opts, NODE_SWEEP_TESTS='mem-test')
-    jobid = sbatch(SWEEP, tmp_path, env, '-N', '2', '-p', 'x86')
+    jobid = sbatch(SWEEP, tmp_path, env, '-N', '2', '-p', 'x86', *sbatch_options)
     try:
         if during:
             during(jobid)
@@ -210,6 +245,25 @@ def test_a_killed_kernel_in_a_sweep_makes_its_node_the_bad_node(sig, tmp_path, s
     assert f'killed by {sig.name}' in verdict['bad_nodes'][0]['why']
     listed = (out / 'report' / 'bad-nodes.txt').read_text()
     assert victim in listed.split(), listed
+
+
+def test_kernels_over_the_sweeps_memory_make_their_nodes_bad(tmp_path, memory_limited,
+                                                            compliance_site):
+    '''A sweep of --mem 100M per node whose mem-tests need 152 MiB: Slurm kills each node's
+    kernel (OUT_OF_MEMORY under cgroups, else OverMemoryKill), and both nodes are bad.'''
+    nodes = two_nodes(memory_limited.env)
+    why = ('Slurm job state OUT_OF_MEMORY' if memory_limit_of(memory_limited.env) == 'cgroup'
+           else "per node it requested (--mem): Slurm's memory limit")
+    jobid, sweep, log, env = run_sweep(tmp_path, memory_limited, compliance_site, LONG,
+                                       sbatch_options=('--mem=100M', '--acctg-freq=task=1'))
+    rc, out, verdict, listed = report(sweep, compliance_site, env)
+    assert rc == 1 and verdict['state'] == 'NOT COMPLIANT', out
+    assert sorted(b['node'] for b in verdict['bad_nodes']) == nodes, verdict['bad_nodes']
+    assert all(why in b['why'] for b in verdict['bad_nodes']), verdict['bad_nodes']
+    # bad-nodes.txt is a Slurm hostlist (n[1-2]), as scontrol takes it
+    named = subprocess.run(['scontrol', 'show', 'hostnames', ','.join(listed)], env=env,
+                           text=True, capture_output=True, timeout=30).stdout.split()
+    assert sorted(named) == nodes, listed
 
 
 def test_nothing_lost_in_a_sweep_is_a_pass(tmp_path, slurm_cluster, compliance_site):
