@@ -15,6 +15,8 @@
 
 import reframe as rfm
 
+from reframe.core.builtins import run_after
+
 from cobalt_bench.reframe import KernelJsonTest
 
 
@@ -28,3 +30,12 @@ class Preflight(KernelJsonTest):
     python_command = True
     placement = 'any'     # light, and a login node's settings matter too
     tags = {'preflight', 'compliance'}
+
+    @run_after('setup')
+    def record_inventory(self):
+        # What the node is (`cobalt-bench inventory`: CPUs usable, memory, kernel, firmware),
+        # beside its settings: the fleet view groups the nodes of a partition by it and names
+        # where one differs from its peers. Before preflight, so that preflight's exit status
+        # stays the job's; a node where it cannot run records none (the report says so).
+        self.prerun_cmds += ['cobalt-bench inventory --quiet --json inventory.json']
+        self.keep_files += ['inventory.json']

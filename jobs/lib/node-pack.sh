@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # cobalt-bench: the single-node pack of jobs/node-sweep.slurm, run once on every node of
-# its allocation (srun --ntasks-per-node=1): preflight, mem-test and, where the node has an
-# NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
+# its allocation (srun --ntasks-per-node=1): the node's inventory, preflight, mem-test and,
+# where the node has an NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
 # its end recorded and judged (cb_judge: by the site when the job names one). DIR/<node>/plan
 # lists the tests the node is to run.
 #   bash node-pack.sh DIR
@@ -27,7 +27,7 @@ worse() { if [ "$1" -gt "$worst" ]; then worst=$1; fi; }
 # (a test without one is a failure of this node), and a node that wrote no plan at all
 # (its directory could not be made, its task never started) is one too.
 plan=()
-for test in ${NODE_SWEEP_TESTS:-preflight mem-test gpu-copy}; do
+for test in ${NODE_SWEEP_TESTS:-inventory preflight mem-test gpu-copy}; do
     if [ "$test" = gpu-copy ] && [ ! -d /proc/driver/nvidia/gpus ]; then
         say "gpu-copy: no NVIDIA GPU on this node, not run"
         continue
@@ -40,6 +40,13 @@ printf '%s\n' "${plan[@]}" > "$dir/.plan.tmp" && mv -f "$dir/.plan.tmp" "$dir/pl
 for test in "${plan[@]}"; do
     json="$dir/$test-$jobid.json"
     case $test in
+        inventory)
+            # What the node is (CPUs usable, memory, kernel, firmware): the report groups
+            # the nodes into configuration classes and names where one differs. No result
+            # to judge: a document, or a failure of the node (its plan lists it).
+            cobalt-bench inventory --quiet --json "$dir/inventory-$jobid.json" ||
+                { say "inventory: exit code $?"; worse 1; }
+            continue ;;
         preflight)
             # Recorded with the site's partition as the Preflight check of a ReFrame run is;
             # a setting that fails is a finding for the report (the likely why of an
@@ -51,7 +58,7 @@ for test in "${plan[@]}"; do
             continue ;;
         mem-test) read -r -a opts <<< "${MEM_TEST_OPTS:-}" ;;
         gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}" ;;
-        *) say "unknown test '$test' in NODE_SWEEP_TESTS (preflight mem-test gpu-copy)"
+        *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test gpu-copy)"
            worse 2; continue ;;
     esac
     cb_job_started "$json" "$test"

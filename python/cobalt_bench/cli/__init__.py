@@ -1,5 +1,5 @@
-'''The `cobalt-bench` command line: report, judge, preflight, runs, nodes, references,
-linktest-report (the console script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
+'''The `cobalt-bench` command line: report, judge, preflight, inventory, runs, nodes,
+references, linktest-report (the console script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
 
 Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
 check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .. import __version__
-from . import linktest_report, nodes, references
+from . import inventory, linktest_report, nodes, references
 from .argtypes import formats, nonempty_path, percent, positive, run_spec
 from .status import exit_status
 
@@ -66,8 +66,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser():
     parser = _Parser(prog='cobalt-bench',
                      description='cobalt-bench: compliance report, preflight settings check, '
-                                 'results store and cb-linktest report of the cobalt-bench '
-                                 'suite.')
+                                 'node inventory, results store and cb-linktest report of '
+                                 'the cobalt-bench suite.')
     parser.add_argument('--version', action='version',
                         version=f'cobalt-bench {__version__}')
     sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
@@ -161,6 +161,12 @@ def build_parser():
                           'procfs only')
     pre.add_argument('-q', '--quiet', action='store_true', help='print nothing')
 
+    inv = sub.add_parser('inventory', help='record what this node is (CPU, memory, '
+                                           'firmware, kernel, drivers, packages) as JSON',
+                         description=inventory.DESCRIPTION, epilog=inventory.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    inventory.add_arguments(inv)
+
     runs = sub.add_parser('runs', help='list the runs in the results store and their state',
                           description='List the runs of the results store: site, run id, '
                                       'state (complete, partial, running, damaged), checks '
@@ -212,6 +218,9 @@ def main(argv=None):
             return preflight.command(root=args.root, interfaces=args.interface,
                                      json_dest=args.json, record=args.record,
                                      probe=not args.no_probe, quiet=args.quiet)
+        if args.command == 'inventory':
+            return inventory.command(root=args.root, record=args.record,
+                                     json_dest=args.json, quiet=args.quiet)
         if args.command == 'linktest-report':
             return linktest_report.run(args, reexec=['cobalt_bench', *sys.argv[1:]]
                                        if argv is None else None)

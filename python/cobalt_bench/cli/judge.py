@@ -92,7 +92,7 @@ def _job_end(result_paths, status_text, kernel, node, command):
         case.nodes = case.nodes if any(case.nodes) else [node]
         if command:
             case.command = command
-    reader.slurm_accounting(run.cases)
+    job_record.slurm_accounting(run.cases)
     return run, status, path, kernel
 
 

@@ -5,6 +5,15 @@ from .. import __version__
 from .. import preflight
 
 
+def put_document(doc, json_dest):
+    '''The document where --json says: printed for `-`, written atomically to a file, not
+    at all without --json (also the inventory's, cli.inventory).'''
+    if json_dest == '-':
+        print(preflight.json_text(doc), end='')
+    elif json_dest is not None:
+        preflight.write_json(doc, json_dest)
+
+
 def command(root='/', interfaces=None, json_dest=None, record=None, probe=True,
             quiet=False):
     '''Runs every check and prints the findings table and the results block (and the JSON
@@ -13,10 +22,7 @@ def command(root='/', interfaces=None, json_dest=None, record=None, probe=True,
     any setting is read when the arguments are wrong (cli.status.exit_status says it).'''
     tree = preflight.open_tree(root, record, json_dest)
     findings, doc = preflight.inspect(tree, interfaces, probe)
-    if json_dest == '-':
-        print(preflight.json_text(doc), end='')
-    elif json_dest is not None:
-        preflight.write_json(doc, json_dest)
+    put_document(doc, json_dest)
     if not quiet and json_dest != '-':
         print(f'cobalt-bench preflight {__version__} on {doc["host"]}'
               + (f' (recorded tree {tree.root})' if not tree.live else ''))

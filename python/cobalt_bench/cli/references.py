@@ -12,7 +12,8 @@ from ..errors import CannotRun
 from ..judging import verdict
 from ..site import derive as dv
 from ..site.loader import load_site
-from ..store.reader import load_run, with_job_judgements
+from ..store.job_record import with_job_judgements
+from ..store.reader import load_run
 from ..store.runs import resolve_run
 from .terminal import say, say_lines
 

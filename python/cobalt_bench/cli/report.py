@@ -7,6 +7,7 @@ import sys
 from ..errors import CannotRun
 from ..fileio import write_atomic
 from ..report import compare as cmp
+from ..report import fleet as nodes
 from ..report.model import build, damaged_files
 from ..report.write import write_report
 from ..site.bounds import Bounds
@@ -56,8 +57,19 @@ def command(spec, output, formats, preflight_file, base, site=None):
     _say_damaged(run)
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement
-    # The answer first: the verdict line, its reasons, then where the report is.
+    # The answer first: the verdict line, the bad nodes and the configuration classes, its
+    # reasons, then where the report is.
     say(f'verdict: {j.headline}')
+    bad, more = _capped(nodes.bad_node_rows(model), 'bad nodes')
+    for node, what, against, likely, drain in bad:
+        say(f'  bad node {node}: {what}' + (f' ({against})' if against != '-' else '')
+            + (f'; likely why: {likely}' if likely != '-' else '') + f'\n    {drain}')
+    if more:
+        say(more)
+    for part, members, what in nodes.class_rows(model):
+        say(f'  configuration class of {part}: {members}: {what}')
+    for line in nodes.shared_finding_lines(model):
+        say(f'  shared by most nodes: {line}')
     reasons, more = _capped(j.reasons, 'reasons')
     for r in reasons:
         say(f'  - {r}')

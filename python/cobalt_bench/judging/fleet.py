@@ -8,17 +8,33 @@ the check class per node with two parameters, `.part` and `.nid`: its display na
 `MemTest %.part=sys:part %.nid=n1` and its unique name (a perflog's) `MemTest_<variant>`;
 both are stripped so that every node of a check is one distribution.
 
-The rule, per distribution of n nodes:
-  median  the median of the values (every node, the one judged included: the median is
-          robust to it);
-  sigma   max(1.4826 x MAD, 1 % of |median|): the median absolute deviation scaled to a
-          standard deviation of normal noise, with a floor so that identical peers (MAD 0)
-          do not make a 0.1 % wobble an outlier; for a share in percent (unit %) at least
-          one percentage point (mem-test's late share: 0.5 % against a median of 0.08 %
-          is noise on a busy node, 37 % is a slow one);
+The rule, per distribution of n nodes (a node with several values, repeats of the check in
+the run, is judged by their mean):
+  median  the median of the nodes' values (the one judged included: it is robust to it);
+  spread  1.4826 x MAD: the nodes' spread as a standard deviation of normal noise;
+  noise   s, the standard deviation of one value, measured: the pooled spread of the
+          nodes' repeats (MIN_REPEAT_DF degrees of freedom or more), else the relative
+          noise the caller measured on the partition's clean history (`noise`,
+          store.history.metric_noise); else not measured: DEFAULT_NOISE (5 %, the noise of
+          unpaced mem-test on an exclusive node) of |median|, weighing as 10 nodes, pooled
+          with the spread (a few nodes' MAD scatters by tens of percent: the default rules
+          them; a thousand nodes' spread rules itself);
+  sigma   measured: sqrt(s^2 / k + excess^2) for a node of k values, excess the spread
+          beyond what the noise explains, allowing the MAD 2 standard errors (1.166 /
+          sqrt(n)) of its own scatter; not measured: max(s, spread). A spread wider than
+          the noise (two kinds of node, half and half) widens sigma: such a partition is
+          not all flagged. For a share in % (mem-test's late share) at least one point;
   score   (value - median) / sigma in the metric's bad direction (direction_of);
 a node whose score is above the site's threshold (compliance.yaml `fleet:
-{outlier_threshold: T}`, default 4) is an outlier. The metrics compared are those the
+{outlier_threshold: T}`, default 4) and whose value is at least MIN_EFFECT (5 %) off the
+median is an outlier. Peers that agree exactly (paced: 0 %) and no noise measured: 4
+sigmas are 17.5 % of the median with 3 nodes, 15 % with 8, 6 % with 100; with a measured
+quiet noise, 5 % is the least worth naming. A metric that is a constant multiple of
+another of the same case (mem-test's percent_of_desired, paced per-operation speeds: equal
+ratios on every case within 1e-6) is compared once, as the one its kernel's descriptor
+declares first (primaries). The scale, its constants and the twins: judging.scales.
+
+The metrics compared are those the
 site's references judge (where a case has any): what the site chose to care about; a
 recorded diagnostic (mem-test's average_late: a few tenths of a percent, noise on a busy
 node) is shown, not judged against peers. Without any reference, the metrics the kernel's
@@ -40,17 +56,20 @@ from .. import kernels
 from .. import preflight as pf
 from ..site import known_checks
 from ..site.compliance import DEFAULT_OUTLIER_THRESHOLD
+from ..store.history import peer_partition
 from ..store.identity import CheckName
 from ..store.model import KIND_JOBS
 from ..store.result import Result, Word
-from . import sanity
+from . import classes, sanity
+# The rule's scale and twins (judging.scales); DEFAULT_NOISE, twin_ratio: named here too.
+from .scales import DEFAULT_NOISE, MAD_SCALE, MIN_EFFECT, primaries, scale_of  # noqa: F401
+from .scales import twin_ratio  # noqa: F401
 
-MAD_SCALE = 1.4826          # MAD x this = the standard deviation of normal noise
-RELATIVE_FLOOR = 0.01       # sigma is at least 1 % of |median|
-PERCENT_FLOOR = 1.0         # and, for a share in %, at least one percentage point
 MIN_NODES = 3               # fewer nodes: no outlier judgement
 #: A name Slurm reads as one host name (bad-nodes.txt holds only these).
 HOSTNAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
+#: The check name of a cause that is the node's configuration, not a measurement.
+CONFIGURATION = 'configuration'
 
 
 class Direction(Word):
@@ -92,6 +111,7 @@ class NodeValue:
     node: str
     check: str                  # the case's own name (with its node)
     value: float
+    # The node's, of the mean of its values where it has several (repeats):
     score: float = 0.0          # robust sigmas from the median, in the bad direction
     deviation: float = 0.0      # signed robust sigmas (value - median) / sigma
     percent: object = None      # signed % from the median (None: median 0)
@@ -110,8 +130,10 @@ class Distribution:
     values: list                # [NodeValue], worst first
     median: float = 0.0
     mad: float = 0.0
-    sigma: float = 0.0          # the scale used: max(MAD_SCALE x MAD, floor)
-    floored: bool = False       # sigma is the floor (the peers agree closer than it)
+    sigma: float = 0.0          # the scale of a node's value (of the mean of its repeats)
+    floored: bool = False       # sigma is the noise (the peers agree closer than it)
+    noise: object = None        # the relative noise of one value used (None: median 0)
+    noise_from: str = ''        # 'repeats', 'history' or 'default' (judge_distribution)
     threshold: float = DEFAULT_OUTLIER_THRESHOLD
     judged: bool = False        # MIN_NODES nodes or more
     note: str = ''              # why not judged
@@ -139,6 +161,8 @@ class Cause:
 
     @property
     def short(self):
+        if self.check == CONFIGURATION:
+            return self.why.split(': ', 1)[0]
         if not self.metric:
             return f'{self.check} failed'
         pct = f' {self.percent:+.0f} %' if self.percent is not None else ''
@@ -149,7 +173,8 @@ class Cause:
 class BadNode:
     node: str
     causes: list = field(default_factory=list)      # [Cause]
-    findings: tuple = ()                            # its preflight findings (fail, warn)
+    findings: tuple = ()        # its preflight findings (fail, warn) most nodes do not share
+    differences: tuple = ()     # (classes.Difference, ...) from its peers' configuration
 
     @property
     def summary(self):
@@ -157,8 +182,16 @@ class BadNode:
         return ', '.join(dict.fromkeys(c.short for c in self.causes))
 
     @property
+    def likely(self):
+        '''The likely why: what it is that its peers are not ('' : nothing known).'''
+        return '; '.join([d.text for d in self.differences] +
+                         [finding_text(f) for f in self.findings[:4]])
+
+    @property
     def why(self):
         text = '; '.join(c.why for c in self.causes)
+        if self.differences and not any(c.check == CONFIGURATION for c in self.causes):
+            text += '; differs from its peers: ' + ', '.join(d.text for d in self.differences)
         if self.findings:
             text += '; preflight: ' + ', '.join(finding_text(f) for f in self.findings[:4])
         return text
@@ -169,6 +202,9 @@ class Fleet:
     threshold: float = DEFAULT_OUTLIER_THRESHOLD
     distributions: list = field(default_factory=list)   # [Distribution], >= 2 nodes
     bad_nodes: list = field(default_factory=list)       # [BadNode], sorted by name
+    classes: list = field(default_factory=list)         # [classes.PartitionClasses]
+    # [(finding text, nodes)]: the preflight findings more than half of the nodes share
+    shared_findings: list = field(default_factory=list)
 
     @property
     def hostlist(self):
@@ -202,13 +238,26 @@ def _node_of(case):
 
 
 def _partition_of(case, kind):
-    if kind == KIND_JOBS:
-        return case.judged_partition or 'jobs'
-    return case.where
+    return peer_partition(case, kind)     # one rule, the node history's too
 
 
 def _number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _distinct_findings(findings):
+    '''({host: its findings that at most half of the hosts share}, [(finding text, hosts)]
+    of those more than half share): a finding every node has (the fleet's MTU) is said
+    once, not as every node's why.'''
+    texts = {h: {finding_text(f) for f in fs} for h, fs in findings.items()}
+    counts = {}
+    for ts in texts.values():
+        for t in ts:
+            counts[t] = counts.get(t, 0) + 1
+    common = {t for t, n in counts.items() if 2 * n > len(findings) and len(findings) > 1}
+    own = {h: tuple(f for f in fs if finding_text(f) not in common)
+           for h, fs in findings.items()}
+    return own, sorted(((t, counts[t]) for t in common), key=lambda tn: (-tn[1], tn[0]))
 
 
 def node_findings(preflight_docs):
@@ -224,15 +273,21 @@ def node_findings(preflight_docs):
             for h, fs in out.items()}
 
 
-def judge_distribution(dist, threshold):
-    '''Median, sigma and each node's score and flag (the rule of the module).'''
-    values = [v.value for v in dist.values]
-    med = statistics.median(values)
-    mad = statistics.median([abs(x - med) for x in values])
-    floor = max(RELATIVE_FLOOR * abs(med), PERCENT_FLOOR if dist.unit == '%' else 0.0)
-    sigma = max(MAD_SCALE * mad, floor)
-    dist.median, dist.mad, dist.sigma = med, mad, sigma
-    dist.floored = floor >= MAD_SCALE * mad
+def judge_distribution(dist, threshold, noise=None):
+    '''Median, scale and each node's score and flag (the rule of the module). `noise`:
+    {(partition, check, metric): the relative standard deviation of one value} measured on
+    the partition's clean history (store.history.metric_noise), used where the nodes did
+    not repeat the metric in this run.'''
+    by_node = {}
+    for v in dist.values:
+        by_node.setdefault(v.node, []).append(v.value)
+    means = {node: statistics.fmean(xs) for node, xs in by_node.items()}
+    med = statistics.median(means.values())
+    mad = statistics.median([abs(x - med) for x in means.values()])
+    sigmas, sigma, noise_sd, source, quiet = scale_of(dist, by_node, med, MAD_SCALE * mad,
+                                                      noise)
+    dist.median, dist.mad, dist.sigma, dist.floored = med, mad, sigma, quiet
+    dist.noise, dist.noise_from = (noise_sd / abs(med) if med else None), source
     dist.threshold = threshold
     dist.judged = dist.nodes >= MIN_NODES
     if not dist.judged:
@@ -241,12 +296,15 @@ def judge_distribution(dist, threshold):
     sign = {Direction.LOWER: -1.0, Direction.HIGHER: 1.0}.get(dist.direction)
     judged = []
     for v in dist.values:
-        diff = v.value - med
-        dev = diff / sigma if sigma else (0.0 if diff == 0 else math.copysign(math.inf, diff))
+        diff, node_sigma = means[v.node] - med, sigmas[v.node]
+        dev = diff / node_sigma if node_sigma else \
+            (0.0 if diff == 0 else math.copysign(math.inf, diff))
         score = abs(dev) if sign is None else sign * dev
         pct = 100.0 * diff / abs(med) if med else None
+        large = abs(diff) >= MIN_EFFECT * abs(med)
         judged.append(NodeValue(v.node, v.check, v.value, score, dev, pct,
-                                dist.judged and score > threshold, v.failed, v.findings))
+                                dist.judged and score > threshold and large, v.failed,
+                                v.findings))
     # Worst first: failed cases, then outliers, then by score.
     judged.sort(key=lambda v: (not v.failed, not v.flagged, -v.score, v.node))
     dist.values = judged
@@ -267,19 +325,25 @@ def _compared(case, check):
 
 
 def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHOLD,
-            checks=None):
+            checks=None, inventories=(), noise=None):
     '''The Fleet of a run's judged cases (Verdict.cases): its distributions of two nodes or
-    more (judged from MIN_NODES), and its bad nodes (outliers and failed cases).
-    `preflight_docs`: (label, doc) of the run's preflight documents (each node's findings
-    are the likely why).'''
+    more (judged from MIN_NODES), its configuration classes (judging.classes, from the
+    nodes' `inventories`), and its bad nodes (outliers, failed cases, minority classes).
+    `preflight_docs`: (label, doc) of the run's preflight documents. A bad node's likely
+    why is what sets it apart: where its configuration differs from its peers', and the
+    findings of its own that most nodes do not share (those shown once, fleet-wide).
+    `noise`: {(partition, check, metric): relative noise} measured on the partition's clean
+    history (store.history.metric_noise; judge_distribution).'''
     checks = known_checks() if checks is None else checks
-    findings = node_findings(preflight_docs)
+    findings, shared = _distinct_findings(node_findings(preflight_docs))
     groups = {}
     bad = {}
+    partition_of = {}
     for case in cases:
         node = _node_of(case)
         if node is None:
             continue
+        partition_of.setdefault(node, _partition_of(case, kind))
         name = check_name(case, checks)
         failed = case.result.failed and not sanity.did_not_run(case.fail_phase,
                                                                 case.fail_reason)
@@ -302,12 +366,24 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
             groups[key].values.append(NodeValue(node, case.check, float(m.value),
                                                 failed=failed,
                                                 findings=findings.get(node, ())))
-    fleet = Fleet(threshold)
+    fleet = Fleet(threshold, shared_findings=shared)
+    fleet.classes = classes.classify(
+        inventories, lambda n: partition_of.get(n, 'jobs' if kind == KIND_JOBS else ''))
+    differences = {}
+    for pc in fleet.classes:
+        for cls in pc.minorities:
+            for node in cls.nodes:
+                differences[node] = cls.differences
+                keys = ', '.join(classes.LABELS.get(d.key, d.key) for d in cls.differences)
+                bad.setdefault(node, []).append(Cause(
+                    CONFIGURATION, f'configuration differs ({keys}): from its peers\' in '
+                    f'{pc.partition}: {cls.text}'))
+    groups = primaries(groups)      # a metric that is a multiple of another: compared once
     for key in sorted(groups):
         dist = groups[key]
         if dist.nodes < 2:
             continue
-        fleet.distributions.append(judge_distribution(dist, threshold))
+        fleet.distributions.append(judge_distribution(dist, threshold, noise))
         for v in dist.outliers:
             pct = f', {v.percent:+.1f} %' if v.percent is not None else ''
             bad.setdefault(v.node, []).append(Cause(
@@ -315,7 +391,7 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
                 + f', peers\' median {dist.median:g}{pct} ({v.deviation:+.1f} robust sigmas, '
                 f'{dist.direction})', dist.metric, v.value, dist.unit, dist.median,
                 v.deviation, v.percent))
-    fleet.bad_nodes = [BadNode(n, causes, findings.get(n, ()))
+    fleet.bad_nodes = [BadNode(n, causes, findings.get(n, ()), differences.get(n, ()))
                        for n, causes in sorted(bad.items(), key=lambda nc: _host_key(nc[0]))]
     return fleet
 

@@ -21,7 +21,7 @@ verdict.json's `bad_nodes`.
 
 import fnmatch
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import preflight as pf
 from .. import site as site_mod
@@ -73,6 +73,26 @@ class Item:
         return f'{self.what}: {self.why}' if self.why else self.what
 
 
+def grouped(items):
+    '''`items` with each preflight setting that fails (or is missing) the same way on several
+    hosts said once, its hosts as one hostlist ('preflight net.eth0.mtu on n[1-8]'): a
+    finding repeated per node is one line naming the nodes. Order kept (first of a group).'''
+    groups, out = {}, []
+    for it in items:
+        key = (it.status, it.setting, it.why, it.required, it.unjudged) if it.setting and \
+            it.host else None
+        if key is None:
+            out.append([it])
+        elif key in groups:
+            groups[key].append(it)
+        else:
+            groups[key] = [it]
+            out.append(groups[key])
+    return [g[0] if len(g) == 1 else replace(
+        g[0], what=f'preflight {g[0].setting} on {fl.hostlist([i.host for i in g])}',
+        host='') for g in out]
+
+
 @dataclass
 class Verdict:
     state: str
@@ -99,7 +119,7 @@ class Verdict:
                        f'{self.demonstration}')
         order = {FAILED: 0, MISSING: 1, NOTE: 2}
         named = False
-        for it in sorted((i for i in self.items if i.status != PASSED),
+        for it in sorted((i for i in grouped(self.items) if i.status != PASSED),
                          key=lambda i: (order[i.status], not i.required)):
             if it.status is not FAILED and not named:
                 out += self.bad_node_lines()
@@ -267,9 +287,11 @@ def _preflight_items(compliance, preflight_docs):
         for f in pf.findings_of(doc):
             if f.status == pf.FAIL and not any(fnmatch.fnmatchcase(f.setting, p)
                                                for p in patterns):
-                items.append(Item(NOTE, f'preflight {f.setting} on {doc.get("host", "?")}',
+                host = doc.get('host')
+                items.append(Item(NOTE, f'preflight {f.setting} on {host or "?"}',
                                   f'{f.value} (recommended: {f.expected}), not required '
-                                  'by the site'))
+                                  'by the site', host=host if isinstance(host, str) else '',
+                                  setting=f.setting))
     return items
 
 
@@ -297,7 +319,7 @@ def _unjudged(run):
             v.checks_failed = True
         v.items.append(Item(status, _case_label(case), why,
                             unjudged=case.result is Result.UNJUDGED))
-    v.fleet = fl.analyse(v.cases, run.kind)
+    v.fleet = fl.analyse(v.cases, run.kind, inventories=run.inventories)
     v.items.append(Item(MISSING, 'site', 'no site to judge these results by: name one '
                         '(cobalt-bench report --site SITE, or COBALT_BENCH_SITE for the job '
                         'scripts)', True))
@@ -364,7 +386,8 @@ def decide(run, site, preflight_docs=(), partition=None):
     v.items += _preflight_items(comp, list(preflight_docs))
     if not run.cases:
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
-    v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold)
+    v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,
+                         inventories=run.inventories)
     v.state = _state(comp, v.items)
     return v
 

@@ -3,7 +3,6 @@
 
 import datetime
 import os
-import socket
 import tempfile
 import time
 
@@ -65,8 +64,6 @@ def inspect(tree, interfaces=None, probe=True):
     t0 = time.monotonic()
     findings = run_checks(tree, interfaces, probe)
     duration = time.monotonic() - t0
-    host = tree.read('/proc/sys/kernel/hostname') or (
-        socket.gethostname() if tree.live else os.path.basename(tree.root))
-    doc = document(findings, host, started, duration,
+    doc = document(findings, tree.host(), started, duration,
                    {'root': tree.root, 'interfaces': interfaces, 'probe': probe and tree.live})
     return findings, doc

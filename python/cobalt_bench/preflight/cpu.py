@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 from .finding import FAIL, PASS, RECOMMENDED, REQUIRED, UNKNOWN, Finding
+from .system import cpulist as cpu_list
 
 # Which checks a setting can spoil (matched against check names, kernel names and ReFrame
 # tags by the report, to put findings next to the failures they may explain).
@@ -90,17 +91,6 @@ def check_turbo(tree):
                           '/sys/devices/system/cpu/cpufreq/boost', **common)
 
 
-def _cpulist_count(text):
-    n = 0
-    for part in (text or '').split(','):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition('-')
-        n += int(hi or lo) - int(lo) + 1
-    return n
-
-
 def numa_layout(tree):
     '''{node: (cpulist text, number of CPUs, MemTotal kB or None)}, or None.'''
     names = [n for n in (tree.listdir('/sys/devices/system/node') or [])
@@ -112,7 +102,7 @@ def numa_layout(tree):
         cpulist = tree.read(f'/sys/devices/system/node/{n}/cpulist')
         meminfo = tree.read(f'/sys/devices/system/node/{n}/meminfo') or ''
         m = re.search(r'MemTotal:\s+(\d+)\s*kB', meminfo)
-        layout[int(n[4:])] = (cpulist or '', _cpulist_count(cpulist),
+        layout[int(n[4:])] = (cpulist or '', len(cpu_list(cpulist) or []),
                               int(m.group(1)) if m else None)
     return layout
 

@@ -59,11 +59,12 @@ def json_text(doc):
 
 
 def write_json(doc, dest):
-    '''The document into the file `dest` (`--json -` is printed by the command line).'''
+    '''The document into the file `dest` (`--json -` is printed by the command line); also
+    the inventory's (cobalt_bench.inventory).'''
     # Flushed to disk before the rename (cobalt_bench.fileio): a reader never sees half a
     # document, and a failure leaves an earlier one whole and no temporary file behind.
     try:
-        with atomic_file(dest, 'w', prefix='.preflight-', sync=True) as fp:
+        with atomic_file(dest, 'w', prefix=f'.{doc["test"]}-', sync=True) as fp:
             fp.write(json_text(doc))
     except OSError as err:
         raise CannotRun(f'cannot write {dest}: {err.strerror or err}')

@@ -1,10 +1,33 @@
 '''sysfs/procfs as the checks read them: this machine's, a recorded tree's (`--root DIR`:
 DIR/sys/..., DIR/proc/...), or this machine's while recording it (`--record DIR`). Every
-check reads through a Tree, so a tree recorded on one machine is judged the same elsewhere.'''
+check reads through a Tree, so a tree recorded on one machine is judged the same elsewhere.
+Also read this way (cobalt_bench.inventory): /etc files, and what is not a file at all, a
+program's output or a digest of a file too large to record (Tree.derived).'''
 
 import os
+import socket
 
 from ..errors import CannotRun
+
+# Where a recorded tree keeps what Tree.derived made on the machine recorded: no path of
+# a real machine, so a live tree never finds one there.
+DERIVED = '/cobalt-bench'
+
+
+def cpulist(text):
+    '''The CPUs (or NUMA nodes) of a kernel list such as "0-3,8,10-11", as ints; None for
+    no text or text that is not such a list.'''
+    if text is None:
+        return None
+    numbers = []
+    try:
+        for part in text.split(','):
+            if part.strip():
+                lo, _, hi = part.partition('-')
+                numbers += range(int(lo), int(hi or lo) + 1)
+    except ValueError:
+        return None
+    return numbers
 
 
 class Tree:
@@ -45,6 +68,20 @@ class Tree:
             return '/' + os.path.relpath(real, self.root)
         return None   # a link leading out of the recorded tree
 
+    def derived(self, name, make):
+        '''What make() returns (text, or None for nothing) on this machine: a program's
+        output, or what is kept of a file too large to record. In a recorded tree it is
+        not made again (the program may be absent there, or report the machine it runs
+        on): it is the text recorded as DERIVED/name, or None.'''
+        if self.live:
+            return make()
+        return self.read(f'{DERIVED}/{name}')
+
+    def host(self):
+        '''The node's name: its recorded one, else this machine's, else the tree's.'''
+        return self.read('/proc/sys/kernel/hostname') or (
+            socket.gethostname() if self.live else os.path.basename(self.root))
+
 
 class RecordingTree(Tree):
     '''This machine's tree that copies everything it reads into `dest`, with the symbolic
@@ -76,17 +113,29 @@ class RecordingTree(Tree):
         return CannotRun(f'--record {self.dest}: cannot record {path}: '
                          f'{err.strerror or err}')
 
+    def _store(self, path, target, value):
+        '''`value` as the recorded file `target` (a path inside dest) for `path`.'''
+        try:
+            os.makedirs(os.path.dirname(self.dest + target), exist_ok=True)
+            with open(self.dest + target, 'w') as fp:
+                fp.write(value + '\n')
+        except OSError as err:
+            raise self._failed(path, err)
+
     def read(self, path):
         value = super().read(path)
         if value is not None:
             try:
                 real = self._mirror(path)
-                target = self.dest + (path if path.startswith('/proc/self/') else real)
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                with open(target, 'w') as fp:
-                    fp.write(value + '\n')
             except OSError as err:
                 raise self._failed(path, err)
+            self._store(path, path if path.startswith('/proc/self/') else real, value)
+        return value
+
+    def derived(self, name, make):
+        value = make()
+        if value is not None:
+            self._store(f'{DERIVED}/{name}', f'{DERIVED}/{name}', value)
         return value
 
     def listdir(self, path):

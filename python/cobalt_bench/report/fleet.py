@@ -13,8 +13,10 @@ HISTORY_MAX_RUNS runs in all): a node that failed in FLAKY_FAILS of its last LAS
 runs is marked flaky (docs/node-history.md). A flaky node is not a bad node of this run.'''
 
 import re
+import shlex
 from dataclasses import dataclass
 
+from ..judging import classes
 from ..judging import fleet as fl
 from ..store import history as hist
 from .format import fmt
@@ -114,12 +116,62 @@ def node_tables(model):
     return out
 
 
+BAD_HEADER = ['node', 'what failed or stands out', 'value against its peers\' median',
+              'likely why (what sets it apart from its peers)', 'drain it']
+CLASS_HEADER = ['partition', 'nodes', 'configuration']
+#: Slurm keeps a reason of this many characters; ours is cut to fit.
+DRAIN_REASON_MAX = 60
+
+
+def drain_command(node, why):
+    reason = f'cobalt-bench: {why}'[:DRAIN_REASON_MAX]
+    return f'scontrol update NodeName={node} State=DRAIN Reason={shlex.quote(reason)}'
+
+
+def _against_peers(bad):
+    c = next((c for c in bad.causes if c.metric), None)
+    if c is None:
+        return '-'
+    pct = f', {c.percent:+.0f} %' if c.percent is not None else ''
+    return f'{fmt(c.value)} {c.unit} against {fmt(c.median)}{pct}'.replace('  ', ' ')
+
+
+def bad_node_rows(model):
+    '''The first screen's table: each bad node, what made it bad, its value against its
+    peers' median, the likely why by difference, and the line that drains it.'''
+    return [[b.node, b.summary, _against_peers(b), b.likely or '-',
+             drain_command(b.node, b.summary) if fl.HOSTNAME.fullmatch(b.node) else
+             'not a Slurm host name']
+            for b in fleet_of(model).bad_nodes]
+
+
+def class_rows(model):
+    '''The configuration classes of each partition (judging.classes), the majority first:
+    [partition, nodes (a hostlist, and how many), what differs].'''
+    rows = []
+    for pc in fleet_of(model).classes:
+        for c in pc.classes:
+            rows.append([pc.partition, f'{fl.hostlist(c.nodes)} ({len(c.nodes)})',
+                         c.text if pc.judged else
+                         f'not compared ({pc.nodes} nodes: it needs {classes.MIN_NODES})'])
+        if pc.split:
+            rows.append([pc.partition, '-', 'split, no majority: ' + ', '.join(pc.split)])
+    return rows
+
+
+def shared_finding_lines(model):
+    '''The preflight findings most nodes share, one line each, said once.'''
+    return [f'{text}: {n} nodes' for text, n in fleet_of(model).shared_findings]
+
+
 def node_table_intro(model):
     fleet = fleet_of(model)
     return (f'Each value of a check run on one node, against its peers (the same check and '
             f'metric on the same partition): the peers\' median, the deviation in robust '
-            f'sigmas (max(1.4826 x MAD, 1 % of the median)) and in percent; a node more than '
-            f'{fleet.threshold:g} sigmas out in the metric\'s bad direction is an outlier '
+            f'sigmas (the metric\'s noise, measured from repeats or history, else a default '
+            f'of {100 * fl.DEFAULT_NOISE:g} %, widened by a wider spread of the peers) and in '
+            f'percent; a node more than {fleet.threshold:g} sigmas and '
+            f'{100 * fl.MIN_EFFECT:g} % out in the metric\'s bad direction is an outlier '
             f'(the site\'s threshold), a failed case is a bad node whatever its peers; fewer '
             f'than {fl.MIN_NODES} nodes: no judgement. Worst first.')
 

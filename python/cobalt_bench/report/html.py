@@ -9,7 +9,9 @@ import urllib.parse
 from .. import __version__
 from .. import preflight as pf
 from ..store import documents
-from .fleet import BAD_NODES_FILE, NODE_HEADER, left_out_text, node_table_intro, node_tables
+from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
+                    class_rows, left_out_text, node_table_intro, node_tables,
+                    shared_finding_lines)
 from .format import fmt, fmt_bounds
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
@@ -80,6 +82,21 @@ def _nodes(model):
     return out
 
 
+def _answer(model):
+    '''The first screen after the verdict: the bad nodes, the configuration classes, the
+    findings the nodes share (said once).'''
+    out = []
+    bad, cls, shared = bad_node_rows(model), class_rows(model), shared_finding_lines(model)
+    if bad:
+        out += ['<h2>Bad nodes</h2>', _html_table(BAD_HEADER, bad)]
+    if cls:
+        out += ['<h2>Configuration classes</h2>', _html_table(CLASS_HEADER, cls)]
+    if shared:
+        out += ['<p>Shared by most nodes (not any one node\'s why):</p><ul>'
+                + ''.join(f'<li>{_e(line)}</li>' for line in shared) + '</ul>']
+    return out
+
+
 def render_html(model, out_dir=None):
     run = model.run
     v = model.verdict
@@ -89,9 +106,10 @@ def render_html(model, out_dir=None):
            f'<h1>cobalt-bench compliance report: {_e(run.label)}</h1>',
            f'<p><span class="verdict v-{v.replace(" ", "-")}">{_e(v)}</span></p>']
     j = model.judgement
+    if j is not None and j.headline != j.state:
+        out.append(f'<p class="headline"><b>{_e(j.headline)}</b></p>')
+    out += _answer(model)
     if j is not None:
-        if j.headline != j.state:
-            out.append(f'<p class="headline"><b>{_e(j.headline)}</b></p>')
         # The first screen: one line each (the verdict is above), the details below.
         out.append('<ul class="first">' + ''.join(
             f'<li><b>{_e(label)}:</b> {_segments(segs)}</li>'

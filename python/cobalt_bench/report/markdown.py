@@ -13,7 +13,9 @@ import urllib.parse
 from .. import __version__
 from .. import preflight as pf
 from ..store import documents
-from .fleet import BAD_NODES_FILE, NODE_HEADER, left_out_text, node_table_intro, node_tables
+from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
+                    class_rows, left_out_text, node_table_intro, node_tables,
+                    shared_finding_lines)
 from .format import fmt, fmt_bounds
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
@@ -126,6 +128,21 @@ def _nodes(model):
     return out
 
 
+def _answer(model):
+    '''The first screen after the verdict: the bad nodes, the configuration classes, the
+    findings the nodes share (said once).'''
+    out = []
+    bad, cls, shared = bad_node_rows(model), class_rows(model), shared_finding_lines(model)
+    if bad:
+        out += ['## Bad nodes', '', md_table(BAD_HEADER, bad), '']
+    if cls:
+        out += ['## Configuration classes', '', md_table(CLASS_HEADER, cls), '']
+    if shared:
+        out += ['Shared by most nodes (not any one node\'s why):', '']
+        out += [f'- {md_text(line)}' for line in shared] + ['']
+    return out
+
+
 def _plots(model, plot_dir_rel, out_dir):
     run, t = model.run, md_text
     out = []
@@ -155,8 +172,9 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
            f'**Verdict: {t(model.verdict)}**'
            + (f' _{t(j.headline[len(j.state):].strip() or j.headline)}_'
               if j is not None and j.headline != j.state else ''), '']
+    out += _answer(model)
     if j is not None:
-        # The first screen: one line each (the verdict is the line above), details below.
+        # One line each (the verdict is above, the bad nodes first), details below.
         out += [f'- **{label}:** {md_segments(segs)}' for label, segs in first_screen(model)
                 if label != 'Verdict'] + ['']
         out += ['Why:', ''] + [f'1. {t(r, line_start=True)}' for r in j.reasons] + ['']

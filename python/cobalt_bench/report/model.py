@@ -11,7 +11,7 @@ from .. import preflight as pf
 from ..errors import CannotRun
 from ..judging import sanity
 from ..judging import verdict as vd
-from ..store import documents, reader
+from ..store import documents, job_record
 from ..store.result import Result
 from .fleet import flaky_nodes, fleet_plots
 from .plots import make_plots
@@ -105,7 +105,7 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     compliance definition and references, never the kernels' own thresholds.'''
     pre = _preflight_docs(run, preflight_file)
     flaky, flaky_note = flaky_nodes(run)
-    run, recorded = reader.with_job_judgements(run)
+    run, recorded = job_record.with_job_judgements(run)
     sitedef = vd.site_of_run(run, site, recorded)
     judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
     note = vd.site_note(run, sitedef, recorded)

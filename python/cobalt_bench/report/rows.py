@@ -101,7 +101,7 @@ def first_screen(model):
     settings = [i for i in (j.items if j else []) if i.setting and i.status is vd.PASSED]
     if settings:
         ran.append(f'{len(settings)} required preflight setting(s)')
-    items = j.items if j else []
+    items = vd.grouped(j.items) if j else []
     failed = [i.what + (f' ({i.why.split(";")[0]})' if i.setting else '') for i in items
               if i.status is vd.FAILED]
     missing = [i.line() for i in items if i.status is vd.MISSING]

@@ -19,6 +19,7 @@ summed up; each node keeps at most n runs. With a node named, reading stops once
 node has its n runs. A store of 10,000 runs is never held in memory at once.
 '''
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from .. import kernels
 from ..errors import CannotRun
 from .identity import CheckName
-from .model import KIND_REFRAME
+from .model import KIND_JOBS, KIND_REFRAME
 from .reader import load_run
 from .result import Result, RunState
 from .runs import is_run_dir, list_runs, run_state
@@ -35,6 +36,9 @@ from .runs import is_run_dir, list_runs, run_state
 FLAKY_FAILS, LAST_RUNS = 2, 5
 #: At most this many metric values are kept per case (the judged ones first).
 KEY_METRICS = 3
+#: A metric's noise from history needs this many degrees of freedom: each node's clean
+#: values less one, summed over the nodes (metric_noise).
+NOISE_MIN_DF = 3
 
 # ReFrame's generated parameters: --distribute's partition and node, --repeat's number.
 _STAMP = re.compile(r'(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)')
@@ -64,6 +68,7 @@ class Entry:
     result: Result
     failed_tries: int = 0       # earlier tries in the run that failed (hidden by a retry)
     metrics: list = field(default_factory=list)     # [(name, value, unit)]
+    peers: str = ''             # the partition of its peers (peer_partition)
 
     @property
     def failed(self):
@@ -123,6 +128,14 @@ def _key_metrics(case):
     return [(m.name, m.value, m.unit) for m in judged[:KEY_METRICS]]
 
 
+def peer_partition(case, kind):
+    '''The partition whose nodes are a case's peers: a ReFrame case's system:partition; a
+    job document's, the site partition its `cobalt-bench judge` recorded, else 'jobs'.'''
+    if kind == KIND_JOBS:
+        return case.judged_partition or 'jobs'
+    return case.where
+
+
 def node_cases(run):
     '''{node: [Entry]} of a run: the cases that ran on exactly one node.'''
     out = {}
@@ -132,8 +145,41 @@ def node_cases(run):
             continue
         out.setdefault(nodes[0], []).append(Entry(
             CheckName.of(case.check).label, case.where, case.result, case.failed_tries,
-            _key_metrics(case)))
+            _key_metrics(case), peer_partition(case, run.kind)))
     return out
+
+
+def metric_noise(history, exclude=()):
+    '''{(partition, check, metric): relative noise} from a History (node_history's), for
+    judging.fleet.analyse's `noise`: the standard deviation of one value about its node's
+    mean, relative to that mean, pooled over the nodes (squares summed over the degrees of
+    freedom, each node's values less one), of each metric kept of each node's clean entries
+    (passed, no failed try). Runs labelled in `exclude` (site/run-id: the run being judged)
+    are left out; so is a metric with fewer than NOISE_MIN_DF degrees of freedom.'''
+    series = {}
+    for h in history.nodes.values():
+        for run in h.runs:
+            if run.label in exclude:
+                continue
+            for e in run.entries:
+                if e.failed:
+                    continue
+                for name, value, _ in e.metrics:
+                    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                            and math.isfinite(value):
+                        key = (e.peers or e.partition, e.check, name)
+                        series.setdefault(key, {}).setdefault(h.node, []).append(value)
+    noise = {}
+    for key, by_node in series.items():
+        squares = df = 0
+        for xs in by_node.values():
+            mean = sum(xs) / len(xs)
+            if len(xs) > 1 and mean:
+                squares += sum((x / mean - 1) ** 2 for x in xs)
+                df += len(xs) - 1
+        if df >= NOISE_MIN_DF:
+            noise[key] = math.sqrt(squares / df)
+    return noise
 
 
 def _newest_first(runs):

@@ -7,10 +7,12 @@ leaves this record: its case is read from it (a failure of its node, named), nev
 
 import os
 import re
+from dataclasses import replace
 
-from . import documents
+from ..tools import slurm
+from . import confine, documents
 from .exit_status import ExitStatus
-from .model import Case
+from .model import KIND_JOBS, Case
 from .result import Result
 
 #: Beside a job document, its `cobalt-bench judge` record.
@@ -131,3 +133,76 @@ def case_of_record(path):
     if isinstance(rec.get('command'), str):
         case.command = rec['command']
     return case
+
+
+def unfinished_jobs(run, marks, documented):
+    '''The cases of the jobs that left a start mark but no document, and the Slurm state of
+    those and of the interrupted documents' jobs (what ended them).'''
+    for path in marks:
+        if path[:-len(STARTED)] + '.json' in documented:
+            continue
+        mark = read_mark(path)
+        name = os.path.basename(path)[:-len(STARTED)]
+        jobid = mark.get('job', '')
+        check = mark.get('kernel') or kernel_of(path)
+        when = f' at {mark["started"]}' if 'started' in mark else ''
+        run.cases.append(Case(
+            check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
+            nodes=[mark['nodes']] if mark.get('nodes') else [], result=Result.ABORT,
+            dirs=[os.path.dirname(path)],
+            fail_phase='run',
+            fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
+                         'no document: it was ended before the kernel wrote one')))
+        run.sources.append(path)
+    slurm_accounting(run.cases)
+
+
+def slurm_accounting(cases):
+    '''Slurm's word on the jobs of `cases` that did not end well (left no document or lost
+    it, were interrupted, or their kernel was killed): the job's state (OUT_OF_MEMORY where a cgroup
+    memory limit killed it, CANCELLED, NODE_FAIL...) and, where OverMemoryKill polls, a
+    step's MaxRSS over the job's --mem. Set on each case.'''
+    asked = [c for c in cases if c.jobid and (
+        c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs) or
+        (c.result is Result.FAIL and not c.docs) or
+        (c.exit_status is not None and c.exit_status.failed))]
+    accounts = slurm.job_accounts(c.jobid for c in asked)
+    for c in asked:
+        account = accounts.get(c.jobid)
+        c.job_state = account.state if account else ''
+        if account and account.over_memory:
+            c.memory_overrun = (account.max_rss_bytes, account.requested_bytes)
+
+
+def with_job_judgements(run):
+    '''(run, sites) for job documents: the run with what each job's `cobalt-bench judge`
+    recorded beside its document (the partition, the command line) on its case, and the
+    site directories they name (what they say: verdict.site_of_run decides what is
+    loaded). A record that leaves the run (store.confine) is not read.'''
+    if run.kind != KIND_JOBS:
+        return run, []
+    sites = set()
+    root = confine.run_root(run.path)
+    cases = []
+    for case in run.cases:
+        for path in case.doc_paths:
+            if confine.file_problem(judged_path(path), root):
+                continue
+            rec = read_record(judged_path(path))
+            if rec is None:
+                continue
+            if isinstance(rec.get('site_dir'), str):
+                sites.add(rec['site_dir'])
+            if isinstance(rec.get('partition'), str):
+                case = replace(case, judged_partition=rec['partition'])
+            if isinstance(rec.get('command'), str):
+                case = replace(case, command=rec['command'])
+            status = record_status(rec)
+            if status is not None:
+                case = replace(case, exit_status=status)
+        cases.append(case)
+    for path in run.sources:    # the records of jobs that left no document
+        rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
+        if rec is not None and isinstance(rec.get('site_dir'), str):
+            sites.add(rec['site_dir'])
+    return replace(run, cases=cases), sorted(sites)

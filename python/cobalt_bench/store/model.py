@@ -115,6 +115,8 @@ class Run:
     # PARTIAL and report_damage names it). Empty: every file read was whole.
     damaged: list = field(default_factory=list)
     report_damage: object = None  # documents.Damage of an unusable report.json, or None
+    # The nodes' inventories (store.inventory.Inventory) found beside the results.
+    inventories: list = field(default_factory=list)
 
     def __post_init__(self):
         self.state = RunState(self.state)

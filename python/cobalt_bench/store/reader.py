@@ -19,12 +19,11 @@ import re
 from dataclasses import replace
 
 from ..errors import CannotRun
-from ..tools import slurm
-from . import confine, perflog, sweep
+from . import confine, inventory, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
 from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
-                         judged_path, kernel_of, read_mark, read_record, record_status)
+                         kernel_of, unfinished_jobs)
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
@@ -81,8 +80,9 @@ def _confined_dirs(case, dirs, root):
 def _collect_docs(case, dirs, root, expected=None):
     '''The kernel documents in a test's directories, which must stay in the run `root`
     (store.confine). `expected`: the document the check names (report.json's json_file),
-    which a passed case must have.'''
-    seen = set()
+    which a passed case must have. Returns the node inventories found beside them
+    (store.inventory: the Preflight check records one), which are no results.'''
+    seen, inventories = set(), []
     for d in _confined_dirs(case, dirs, root):
         if not os.path.isdir(d):
             continue
@@ -112,6 +112,13 @@ def _collect_docs(case, dirs, root, expected=None):
                 seen.add(name)
                 _damage(case, path, err.problem)
                 continue
+            if inventory.is_inventory(doc):
+                seen.add(name)
+                try:
+                    inventories.append(inventory.parse(doc, path))
+                except Damaged as err:
+                    _damage(case, path, err.problem)
+                continue
             if not looks_like_kernel_doc(doc) and name != expected:
                 continue    # a JSON file of somebody else's, not a result
             seen.add(name)
@@ -124,6 +131,7 @@ def _collect_docs(case, dirs, root, expected=None):
     if expected and expected not in seen and case.result is Result.PASS and case.dirs:
         _damage(case, os.path.join(case.dirs[0], expected),
                 'missing: the check passed, but its document is not there')
+    return inventories
 
 
 def _metric(name, value, unit, ref, lower, upper, verdict):
@@ -229,7 +237,10 @@ def _from_report(run, report, path):
         case.metrics = _perf_metrics(tc['perfvalues'], prefix, case, label, path)
         outdir = _rebase(tc['outputdir'], run.session, run.path)
         stagedir = _rebase(tc['stagedir'], run.session, run.path)
-        _collect_docs(case, [d for d in (outdir, stagedir) if d], run.path, tc['json_file'])
+        found = _collect_docs(case, [d for d in (outdir, stagedir) if d], run.path,
+                              tc['json_file'])
+        node = case.nodes[0] if len(case.nodes) == 1 and case.nodes[0] else ''
+        run.inventories += [replace(inv, node=node) for inv in found]
         for d in case.dirs:
             out = os.path.join(d, tc['job_stdout'] or 'rfm_job.out')
             refused = confine.file_problem(out, run.path)
@@ -269,43 +280,6 @@ def _case_from_doc(doc, path):
     return case
 
 
-def _unfinished_jobs(run, marks, documented):
-    '''The cases of the jobs that left a start mark but no document, and the Slurm state of
-    those and of the interrupted documents' jobs (what ended them).'''
-    for path in marks:
-        if path[:-len(STARTED)] + '.json' in documented:
-            continue
-        mark = read_mark(path)
-        name = os.path.basename(path)[:-len(STARTED)]
-        jobid = mark.get('job', '')
-        check = mark.get('kernel') or kernel_of(path)
-        when = f' at {mark["started"]}' if 'started' in mark else ''
-        run.cases.append(Case(
-            check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
-            nodes=[mark['nodes']] if mark.get('nodes') else [], result=Result.ABORT,
-            dirs=[os.path.dirname(path)],
-            fail_phase='run',
-            fail_reason=(f'{name}: the job started{when} on {mark.get("nodes", "?")} and left '
-                         'no document: it was ended before the kernel wrote one')))
-        run.sources.append(path)
-    slurm_accounting(run.cases)
-
-
-def slurm_accounting(cases):
-    '''Slurm's word on the jobs of `cases` that did not end well (left no document or lost
-    it, were interrupted, or their kernel was killed): the job's state (OUT_OF_MEMORY where a cgroup
-    memory limit killed it, CANCELLED, NODE_FAIL...) and, where OverMemoryKill polls, a
-    step's MaxRSS over the job's --mem. Set on each case.'''
-    asked = [c for c in cases if c.jobid and (
-        c.result is Result.ABORT or any(d.get('interrupted') for d in c.docs) or
-        (c.result is Result.FAIL and not c.docs) or
-        (c.exit_status is not None and c.exit_status.failed))]
-    accounts = slurm.job_accounts(c.jobid for c in asked)
-    for c in asked:
-        account = accounts.get(c.jobid)
-        c.job_state = account.state if account else ''
-        if account and account.over_memory:
-            c.memory_overrun = (account.max_rss_bytes, account.requested_bytes)
 
 
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')
@@ -405,7 +379,7 @@ def load_run(path):
             perflog.read_run(run, _collect_docs, _mark_damaged)
         return _finished(run)
 
-    docs, damaged, marks, records = [], [], [], []
+    docs, damaged, marks, records, inventories = [], [], [], [], []
     for dirpath, _, files in os.walk(path):
         for name in sorted(files):
             if name.endswith(STARTED) and not confine.file_problem(
@@ -426,6 +400,12 @@ def load_run(path):
                 except Damaged as err:
                     damaged.append(err.damage)
                     continue
+                if inventory.is_inventory(doc):
+                    try:
+                        inventories.append(inventory.parse(doc, p))
+                    except Damaged as err:
+                        damaged.append(err.damage)
+                    continue
                 if not looks_like_kernel_doc(doc):
                     continue
                 problems = kernel_doc_problems(doc)
@@ -433,10 +413,11 @@ def load_run(path):
                     damaged.append(Damage(p, '; '.join(problems[:3])))
                 else:
                     docs.append((p, doc))
-    if not docs and not damaged and not marks and not records:
+    if not docs and not damaged and not marks and not records and not inventories:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
     run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
+    run.inventories = sorted(inventories, key=lambda i: i.path)
     for p, doc in sorted(docs):
         run.cases.append(_case_from_doc(doc, p))
         run.sources.append(p)
@@ -459,40 +440,6 @@ def load_run(path):
             run.cases.append(case)
             run.sources.append(rec)
             documented.add(document_of(rec))
-    _unfinished_jobs(run, marks, documented)
+    unfinished_jobs(run, marks, documented)
     sweep.account(run, path)
     return run
-
-
-def with_job_judgements(run):
-    '''(run, sites) for job documents: the run with what each job's `cobalt-bench judge`
-    recorded beside its document (the partition, the command line) on its case, and the
-    site directories they name (what they say: verdict.site_of_run decides what is
-    loaded). A record that leaves the run (store.confine) is not read.'''
-    if run.kind != KIND_JOBS:
-        return run, []
-    sites = set()
-    root = confine.run_root(run.path)
-    cases = []
-    for case in run.cases:
-        for path in case.doc_paths:
-            if confine.file_problem(judged_path(path), root):
-                continue
-            rec = read_record(judged_path(path))
-            if rec is None:
-                continue
-            if isinstance(rec.get('site_dir'), str):
-                sites.add(rec['site_dir'])
-            if isinstance(rec.get('partition'), str):
-                case = replace(case, judged_partition=rec['partition'])
-            if isinstance(rec.get('command'), str):
-                case = replace(case, command=rec['command'])
-            status = record_status(rec)
-            if status is not None:
-                case = replace(case, exit_status=status)
-        cases.append(case)
-    for path in run.sources:    # the records of jobs that left no document
-        rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
-        if rec is not None and isinstance(rec.get('site_dir'), str):
-            sites.add(rec['site_dir'])
-    return replace(run, cases=cases), sorted(sites)

@@ -11,12 +11,15 @@ result, a document of another host. Nothing lost is a pass.
 
 import os
 import re
+from dataclasses import replace
 
 from .model import Case
 from .result import Result
 
 ALLOCATION = 'allocation'
 PLAN = 'plan'
+# The plan's name of the node's inventory (store.inventory): a document, not a case.
+INVENTORY = 'inventory'
 #: A name Slurm reads as one host name (the allocation's lines must be these).
 _HOST = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}')
 _TEST = re.compile(r'[a-z][a-z0-9-]{0,40}')
@@ -71,6 +74,11 @@ def account(run, root):
                             f'{host!r}, not on {node}: a result of another node')
         if case.foreign or not case.nodes or not any(case.nodes):
             case.nodes = [node]
+    for i, inv in enumerate(run.inventories):
+        rel = os.path.relpath(inv.path, root).split(os.sep)
+        if len(rel) >= 2 and rel[0] in allocated:
+            run.inventories[i] = replace(inv, node=rel[0])
+            have.setdefault(rel[0], set()).add(INVENTORY)
     for node in dict.fromkeys(nodes):
         plan = _lines(os.path.join(root, node, PLAN), _TEST)
         if plan is None:

@@ -239,3 +239,125 @@ def test_a_node_lost_in_the_sweep_is_named(tmp_path, fleet, new_site):
         if f'n{i}' != bad:
             doc = json.loads((out / f'n{i}' / f'mem-test-{jobid}.json').read_text())
             assert doc['interrupted'] is False and doc['compliance']['passed'], doc
+
+
+# ---- issue 36: each node against its peers, by what it is ------------------------------
+
+DOCUMENTED = '--stations 1 --desired-rate 8 --duration 5'   # jobs/node-sweep.slurm's header
+HALF = 'n3'
+
+
+class half_the_cpus:
+    '''The node's slurmd (and so every job step it starts) bound to one CPU of this
+    machine's two: its jobs get half of what its peers' get, as on a node where a runaway
+    process holds the others or cores were taken offline.'''
+
+    def __init__(self, cluster, node):
+        self.pid = (cluster.state_dir / 'run' / f'slurmd-{node}.pid').read_text().strip()
+        self.all = ','.join(map(str, sorted(os.sched_getaffinity(0))))
+        if len(os.sched_getaffinity(0)) < 2:
+            pytest.skip('this machine has one CPU: no half of it to take')
+
+    def __enter__(self):
+        subprocess.run(['taskset', '-a', '-p', '-c', '0', self.pid], check=True,
+                       capture_output=True, timeout=30)
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(['taskset', '-a', '-p', '-c', self.all, self.pid], check=True,
+                       capture_output=True, timeout=30)
+
+
+def documented_sweep(tmp_path, fleet):
+    '''The sweep as jobs/node-sweep.slurm's header documents it for the local cluster.'''
+    site = os.path.join(ROOT, 'site-configs', 'local-slurm')
+    tmp_path.mkdir(exist_ok=True)
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'NODE_SWEEP_', *JOB_STATE),
+                    COBALT_BENCH_SITE='local-slurm', MEM_TEST_OPTS=DOCUMENTED,
+                    COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
+    jobid = sbatch(SWEEP, tmp_path, env, '-N', str(NODES), '-p', 'x86')
+    finished_job(jobid, env, timeout=300)
+    out = tmp_path / 'results' / 'slurm' / f'node-sweep-{jobid}'
+    log = (out / 'node-sweep.log').read_text()     # the job's output, with its results
+    verdict = json.loads((out / 'report' / 'verdict.json').read_text())
+    return jobid, out, verdict, log, site, env
+
+
+def first_screen_order(dom):
+    '''The report's headings in the order a reader meets them.'''
+    return re.findall(r'<h2>([^<]+)</h2>|<p>(Why:)</p>', dom)
+
+
+def test_the_documented_sweep_is_clean_and_a_node_with_half_its_cpus_is_named(
+        tmp_path, fleet):
+    jobid, out, verdict, log, site, env = documented_sweep(tmp_path / 'clean', fleet)
+    assert verdict['bad_nodes'] == [], (verdict['bad_nodes'], log)
+    assert 'bad node' not in subprocess.run(
+        [COBALT_BENCH, 'report', str(out), '--site', site], env=env, text=True,
+        capture_output=True, timeout=300).stdout
+    inventories = sorted(out.glob('n*/inventory-*.json'))
+    assert len(inventories) == NODES, log
+
+    with half_the_cpus(fleet, HALF):
+        jobid, out, verdict, log, site, env = documented_sweep(tmp_path / 'half', fleet)
+        rfm_report, rfm_verdict = distributed_reframe_preflight(tmp_path, fleet, site)
+    why = 'CPUs usable (cpu.usable) 1, usual 2 (7 nodes)'
+    for where, v in (('node-sweep job', verdict), ('reframe --distribute', rfm_verdict)):
+        assert [b['node'] for b in v['bad_nodes']] == [HALF], (where, v['bad_nodes'])
+        assert why in v['bad_nodes'][0]['why'], (where, v['bad_nodes'])
+    assert listed(out / 'report') == [HALF]
+    md = (out / 'report' / 'report.md').read_text()
+    # the answer first: the bad nodes' table right under the verdict, then the classes
+    assert md.index('## Bad nodes') < md.index('## Configuration classes') < \
+        md.index('Why:') < md.index('## Checks'), md[:3000]
+    assert f'scontrol update NodeName={HALF} State=DRAIN' in md
+
+    # Another configuration planted for one node: its inventory taken from a recorded root
+    # of this machine with another kernel release and half the memory.
+    root = tmp_path / 'root'
+    shutil.copytree(os.path.join(ROOT, 'tests', 'data', 'inventory', 'vm-x86'), root,
+                    symlinks=True)
+    (root / 'proc' / 'sys' / 'kernel' / 'osrelease').write_text('6.1.0-99-amd64\n')
+    meminfo = root / 'proc' / 'meminfo'
+    meminfo.write_text(re.sub(r'^MemTotal:\s+(\d+)', lambda m: f'MemTotal: {int(m[1]) // 2}',
+                              meminfo.read_text(), flags=re.M))
+    planted = next((out / 'n4').glob('inventory-*.json'))
+    inv = subprocess.run([COBALT_BENCH, 'inventory', '--root', str(root), '--quiet', '--json',
+                          str(planted)], text=True, capture_output=True, timeout=120)
+    assert inv.returncode == 0, inv.stderr
+    subprocess.run([COBALT_BENCH, 'report', str(out), '--site', site], env=env, text=True,
+                   capture_output=True, timeout=300)
+    verdict = json.loads((out / 'report' / 'verdict.json').read_text())
+    n4 = next(b for b in verdict['bad_nodes'] if b['node'] == 'n4')
+    assert 'configuration differs' in n4['why'], n4
+    assert 'kernel release (kernel.release) 6.1.0-99-amd64' in n4['why'], n4
+    assert 'memory (memory.total)' in n4['why'], n4
+
+    # The HTML report in headless Chromium: the bad nodes' table is the first screen.
+    seen = screenshot(out / 'report' / 'report.html', tmp_path)
+    if seen is None:
+        pytest.skip('headless Chromium not installed (Debian: chromium): the screenshot '
+                    'of the sweep report was not taken')
+    shot, dom = seen
+    headings = [h or w for h, w in first_screen_order(dom)]
+    assert headings[:2] == ['Bad nodes', 'Configuration classes'], headings
+    if os.environ.get('COBALT_SCREENSHOT_DIR'):     # kept for an issue's note
+        shutil.copy(shot, os.environ['COBALT_SCREENSHOT_DIR'])
+
+
+def distributed_reframe_preflight(tmp_path, fleet, site):
+    '''Preflight (which records each node's inventory) and MemTest on every x86 node
+    through ReFrame's --distribute, judged by `site`: the verdict.json of its report.'''
+    env = clean_env(fleet.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path / 'rfm'),
+                    COBALT_BENCH_RUN_ID='half')
+    run = subprocess.run(
+        [*REFRAME, '-C', os.path.join(site, 'config.py'), '-c',
+         os.path.join(ROOT, 'reframe_checks'), '-n', '^MemTest', '-n', '^Preflight',
+         '--system', 'local-slurm:x86', '--distribute=all', '-r', '--nocolor',
+         '-S', f'MemTest.kernel_opts={DOCUMENTED}'],
+        cwd=tmp_path, env=env, text=True, capture_output=True, timeout=900)
+    run_dir = tmp_path / 'rfm' / 'local-slurm' / 'half'
+    rep = subprocess.run([COBALT_BENCH, 'report', str(run_dir), '--site', site],
+                         env=env, text=True, capture_output=True, timeout=300)
+    assert (run_dir / 'report' / 'verdict.json').is_file(), run.stdout + rep.stdout + rep.stderr
+    return run_dir / 'report', json.loads((run_dir / 'report' / 'verdict.json').read_text())

@@ -123,9 +123,11 @@ def test_help_says_how_the_tolerance_is_derived():
 
 
 def test_a_node_the_fleet_analysis_flags_is_refused(setup):
-    # n4 passed its references, but is far slower than its three peers: an outlier.
+    # n4 passed its references, but is far slower than its three peers: an outlier. (25 %:
+    # since issue 36, without a measured noise the peer rule assumes mem-test's unpaced
+    # noise, 5 %, for a few nodes, and 12.5 % among 4 nodes is 3 sigmas, not named.)
     results, runs, site = setup
-    slow = reframe_run(results, stamp(4), {**NODES, 'n4': (7.0, OK)})
+    slow = reframe_run(results, stamp(4), {**NODES, 'n4': (6.0, OK)})
     rc, _, err = cobalt('references', 'derive', slow, '--site', site)
     assert rc == 1 and 'n4' in err and 'flagged by the fleet analysis' in err
     rc, out, err = cobalt('references', 'derive', slow, '--site', site, '--allow-bad-nodes')

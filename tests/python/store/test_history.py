@@ -88,3 +88,17 @@ def test_a_site_filter_and_a_running_run(tmp_path):
     reframe_run(results, stamp(2), {'x1': (8.0, OK)}, site='other')
     assert list(history.node_history(results, site='other').nodes) == ['x1']
     assert sorted(history.node_history(results).nodes) == ['n1', 'x1']
+
+
+def test_metric_noise_counts_only_clean_entries(five_runs):
+    # Every passing case measured 8.0, every failing one 7.5 (n1 in runs 2 and 4, the
+    # latter in a try a retry hid; n2 in run 3): the clean values alone have no spread.
+    noise = history.metric_noise(history.node_history(five_runs))
+    assert noise[('local-slurm:x86', 'MemTest', 'measured_speed')] == 0.0
+    # The last 2 runs: n1's run 4 is not clean, so n1 has one value, n2 and n3 two each:
+    # 2 degrees of freedom, fewer than NOISE_MIN_DF (3): no noise measured.
+    assert history.NOISE_MIN_DF == 3
+    assert history.metric_noise(history.node_history(five_runs, last=2)) == {}
+    # A run left out (the one being judged) is not counted.
+    h = history.node_history(five_runs, last=3)
+    assert history.metric_noise(h, exclude={f'local-slurm/{stamp(5)}'}) == {}
