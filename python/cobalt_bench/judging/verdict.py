@@ -307,7 +307,7 @@ def _judge_case(run, case, site, partition):
     return jd.judge_doc_case(case, site, where)
 
 
-def _unjudged(run):
+def _unjudged(run, noise=None):
     '''The Verdict of a run without a site to judge it by.'''
     v = Verdict(INCOMPLETE)
     for case in run.cases:
@@ -319,7 +319,7 @@ def _unjudged(run):
             v.checks_failed = True
         v.items.append(Item(status, _case_label(case), why,
                             unjudged=case.result is Result.UNJUDGED))
-    v.fleet = fl.analyse(v.cases, run.kind, inventories=run.inventories)
+    v.fleet = fl.analyse(v.cases, run.kind, inventories=run.inventories, noise=noise)
     v.items.append(Item(MISSING, 'site', 'no site to judge these results by: name one '
                         '(cobalt-bench report --site SITE, or COBALT_BENCH_SITE for the job '
                         'scripts)', True))
@@ -336,14 +336,15 @@ def _state(comp, items):
     return COMPLIANT
 
 
-def decide(run, site, preflight_docs=(), partition=None):
+def decide(run, site, preflight_docs=(), partition=None, noise=None):
     '''The Verdict of a store.Run judged by a site.SiteDef (None: no site known). Job
     documents (run.kind == 'jobs') are judged here by the site's references; a ReFrame
     run's cases keep ReFrame's verdicts (the same rule), annotated with the reference
     entries and checked for references that judge nothing. The judged cases are in
-    Verdict.cases; the run is left as it was.'''
+    Verdict.cases; the run is left as it was. `noise`: each metric's noise from the
+    partition's clean history (store.history.metric_noise), the peer rule's scale.'''
     if site is None:
-        return _unjudged(run)
+        return _unjudged(run, noise)
     comp = site.compliance
     v = Verdict(INCOMPLETE, site=site.name, title=comp.title,
                 demonstration=comp.demonstration, references=site.references.path,
@@ -387,7 +388,7 @@ def decide(run, site, preflight_docs=(), partition=None):
     if not run.cases:
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
     v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,
-                         inventories=run.inventories)
+                         inventories=run.inventories, noise=noise)
     v.state = _state(comp, v.items)
     return v
 

@@ -52,21 +52,34 @@ class Flaky:
         return {'node': self.node, 'failed': self.failed, 'of': self.of}
 
 
-def flaky_nodes(run, last=hist.LAST_RUNS, fails=hist.FLAKY_FAILS):
-    '''([Flaky], note): the flaky nodes of `run` by its store's node history, and why
-    that history could not be read ('' : it was, or the run is in no store). A history
-    that cannot be read never stops the report: no node is marked then.'''
+def run_history(run, last=hist.LAST_RUNS, fails=hist.FLAKY_FAILS):
+    '''(History or None, note): the store's node history of `run`'s nodes (bounded), and
+    why it could not be read ('' : it was, or the run is in no store). A history that cannot
+    be read never stops the report.'''
     where = hist.store_of(run)
     nodes = hist.node_cases(run) if where else {}
     if not nodes:
-        return [], ''
+        return None, ''
     try:
-        h = hist.node_history(where[0], where[1], last, fails, nodes=set(nodes),
-                              current=run, max_runs=HISTORY_MAX_RUNS)
+        return hist.node_history(where[0], where[1], last, fails, nodes=set(nodes),
+                                 current=run, max_runs=HISTORY_MAX_RUNS), ''
     except Exception as err:    # the history of other runs: this run's report goes on
-        return [], f'node history not read: {type(err).__name__}: {short(err, 200)}'
-    flaky = [Flaky(n.node, n.failed_runs, len(n.runs)) for n in h.nodes.values() if n.flaky]
-    return sorted(flaky, key=lambda f: fl._host_key(f.node)), ''
+        return None, f'node history not read: {type(err).__name__}: {short(err, 200)}'
+
+
+def flaky_in(history):
+    '''[Flaky]: the flaky nodes of a History (None: none).'''
+    if history is None:
+        return []
+    flaky = [Flaky(n.node, n.failed_runs, len(n.runs)) for n in history.nodes.values()
+             if n.flaky]
+    return sorted(flaky, key=lambda f: fl._host_key(f.node))
+
+
+def flaky_nodes(run, last=hist.LAST_RUNS, fails=hist.FLAKY_FAILS):
+    '''([Flaky], note): the flaky nodes of `run` by its store's node history (run_history).'''
+    history, note = run_history(run, last, fails)
+    return flaky_in(history), note
 
 
 def flaky_of(model):

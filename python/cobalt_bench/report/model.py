@@ -12,8 +12,9 @@ from ..errors import CannotRun
 from ..judging import sanity
 from ..judging import verdict as vd
 from ..store import documents, job_record
+from ..store import history as hist
 from ..store.result import Result
-from .fleet import flaky_nodes, fleet_plots
+from .fleet import flaky_in, fleet_plots, run_history
 from .plots import make_plots
 
 # Check families, matched against check names, kernel names and ReFrame tags; preflight
@@ -104,10 +105,13 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
     compliance definition and references, never the kernels' own thresholds.'''
     pre = _preflight_docs(run, preflight_file)
-    flaky, flaky_note = flaky_nodes(run)
+    history, flaky_note = run_history(run)
+    flaky = flaky_in(history)
+    # The noise of each metric, from the partition's clean history: the peer rule's scale.
+    noise = hist.metric_noise(history, exclude={run.label}) if history else {}
     run, recorded = job_record.with_job_judgements(run)
     sitedef = vd.site_of_run(run, site, recorded)
-    judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre])
+    judgement = vd.decide(run, sitedef, [(_pre_label(c, d), d) for c, d in pre], noise=noise)
     note = vd.site_note(run, sitedef, recorded)
     if note:
         judgement.items.append(vd.Item(vd.NOTE, 'site', note))

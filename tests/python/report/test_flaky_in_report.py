@@ -140,3 +140,25 @@ def test_the_report_command_names_the_flaky_node(store, tmp_path):
     rc, out, err = cobalt('report', store / 'local-slurm' / stamp(5), '-o', tmp_path / 'o')
     assert ('flaky node(s), by the store\'s node history: n3 (failed 2 of its last 5 runs)'
             in out), out + err
+
+
+def test_the_peer_rule_takes_its_noise_from_the_stores_clean_history(tmp_path):
+    '''Ten clean runs of four nodes whose MemTest speeds wobble by about 2 %: the report of
+    an eleventh judges its distribution with the noise of those ten (store.history
+    .metric_noise), not the rule's default.'''
+    results = tmp_path / 'results'
+    wobble = (8.0, 8.16, 7.84, 8.08, 7.92)
+    for day in range(1, 12):
+        reframe_run(results, stamp(day), {n: (wobble[(day + i) % 5], OK)
+                                          for i, n in enumerate(NODES)})
+    model = build(load_run(str(results / 'local-slurm' / stamp(11))), with_plots=False)
+    (dist,) = [d for d in model.judgement.fleet.distributions
+               if d.metric == 'measured_speed']
+    assert dist.noise_from == 'history', dist
+    assert dist.noise == pytest.approx(0.0145, abs=0.004)
+    # a run in no store: the rule's default
+    alone = tmp_path / 'alone'
+    shutil.copytree(results / 'local-slurm' / stamp(11), alone)
+    model = build(load_run(str(alone)), with_plots=False)
+    assert {d.noise_from for d in model.judgement.fleet.distributions} <= {'default',
+                                                                             'repeats'}
