@@ -55,8 +55,12 @@ def load_compliance(path, references, checks=None):
     unknown = set(raw) - set(KEYS)
     if unknown:
         raise SiteError(f'{path}: unknown keys {sorted(unknown)} ({", ".join(KEYS)})')
-    comp = Compliance(path=path, title=str(raw.get('title') or ''),
-                      demonstration=str(raw.get('demonstration') or '').strip())
+    for key in ('title', 'demonstration'):
+        if raw.get(key) is not None and not isinstance(raw.get(key), str):
+            raise SiteError(f'{path}: {key}: a line of text, not a '
+                            f'{type(raw[key]).__name__}')
+    comp = Compliance(path=path, title=raw.get('title') or '',
+                      demonstration=(raw.get('demonstration') or '').strip())
     required = raw.get('required') or {}
     if not isinstance(required, dict):
         raise SiteError(f'{path}: required: a mapping of check names, not {required!r}')

@@ -53,9 +53,32 @@ def show(value):
     return text if len(text) <= _SHOW else text[:_SHOW] + '...'
 
 
-def read_json(path):
+class _Refused(Exception):
+    '''What JSON allows and no result may hold.'''
+
+
+def _unique_keys(pairs):
+    '''An object whose keys are each given once: a document with a key twice ("metrics" in
+    two places) says two things, and the last one would win unseen.'''
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _Refused(f'the key {show(key)} is given twice in one object')
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name):
+    '''NaN and Infinity (Python's json accepts them; JSON has none): never a measurement.'''
+    raise _Refused(f'{name} is not a number a result may hold (JSON has no {name})')
+
+
+def read_json(path, finite=True):
     '''The parsed JSON text of `path`; Damaged saying why not (absent, unreadable, not
-    UTF-8, cut short or not JSON, nested too deeply to read).'''
+    UTF-8, cut short or not JSON, nested too deeply to read, a key given twice in one
+    object, and where `finite`, NaN or Infinity anywhere). ReFrame's report.json is read
+    with finite=False: its entries are checked one by one, so that one bad number damages
+    its check and not the run.'''
     try:
         with open(path, encoding='utf-8') as fp:
             text = fp.read()
@@ -66,7 +89,10 @@ def read_json(path):
     if not text.strip():
         raise Damaged(path, 'empty file')
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys,
+                          **({'parse_constant': _no_constant} if finite else {}))
+    except _Refused as err:
+        raise Damaged(path, f'not a usable JSON document: {err}')
     except RecursionError:
         # json's C parser recurses per nesting level: 100,000 `[` exceed the interpreter's
         # recursion limit. No document this suite writes is nested more than a few deep.

@@ -365,7 +365,7 @@ def load_run(path):
                 refused = confine.file_problem(report_path, path)
                 if refused:
                     raise Damaged(report_path, refused)
-                _from_report(run, read_json(report_path), report_path)
+                _from_report(run, read_json(report_path, finite=False), report_path)
                 run.sources.append(report_path)
         except Damaged as err:
             # Not a run report: what ReFrame logged as it went (the perflogs) still is;
