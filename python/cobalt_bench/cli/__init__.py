@@ -7,12 +7,27 @@ such run, unreadable results, a missing Python module).
 '''
 
 import argparse
+import os
+import signal
 import sys
 
-from .. import __version__
-from . import inventory, linktest_report, nodes, references
-from .argtypes import formats, nonempty_path, percent, positive, run_spec
-from .status import exit_status
+
+def _interrupted_while_starting(signum, frame):
+    # Ctrl-C while the command's modules load: one line, the contract's 130, no traceback
+    # of an import half done (nothing is written yet). main's own handling takes over once
+    # they are loaded.
+    os.write(2, b'cobalt-bench: interrupted\n')
+    os._exit(130)
+
+
+_SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+from .. import __version__  # noqa: E402
+from . import inventory, linktest_report, nodes, references  # noqa: E402
+from .argtypes import formats, nonempty_path, percent, positive, run_spec  # noqa: E402
+from .status import exit_status  # noqa: E402
+
+signal.signal(signal.SIGINT, _SIGINT)
 
 EPILOG_REPORT = '''\
 RUN is a run directory (results/<site>/<run-id>), <site>/<run-id>, a run id, <site>/latest

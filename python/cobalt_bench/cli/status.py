@@ -24,6 +24,7 @@ def exit_status(prog, call, usage_error=None):
         say(f'{prog}: {err}', sys.stderr)
         return 3
     except KeyboardInterrupt:
+        say(f'{prog}: interrupted', sys.stderr)
         return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

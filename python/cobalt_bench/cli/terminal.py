@@ -8,10 +8,10 @@ is shown, never obeyed: every control character (C0 but the newline that ends it
 C1, and the invisible direction overrides) as its escape (`\\x1b`, `\\r`, `\\u202e`), and a
 line cut at MAX_LINE characters (a 5 MB node name is named, not printed whole).'''
 
-import re
 import sys
 
-_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]')
+from ..report.format import CONTROL as _CONTROL     # one rule of what is shown
+
 _NAMED = {'\r': '\\r', '\t': '\\t', '\n': '\\n'}
 
 #: A line printed longer than this is cut, saying how much was left out.

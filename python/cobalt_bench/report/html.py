@@ -12,7 +12,7 @@ from ..store import documents
 from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
                     class_rows, left_out_text, node_table_intro, node_tables,
                     shared_finding_lines)
-from .format import fmt, fmt_bounds
+from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, case_rows, damage_rows, finding_rows,
@@ -43,7 +43,8 @@ code { background: #f5f5f5; padding: 0 3px; }
 
 
 def _e(text):
-    return html.escape(str(text), quote=True)
+    # control characters from a document or a perflog shown, never passed to the page
+    return html.escape(visible(str(text), keep_lines=True), quote=True)
 
 
 def _segments(segments):

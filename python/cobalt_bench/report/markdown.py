@@ -16,7 +16,7 @@ from ..store import documents
 from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
                     class_rows, left_out_text, node_table_intro, node_tables,
                     shared_finding_lines)
-from .format import fmt, fmt_bounds
+from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, case_rows, damage_rows,
@@ -25,8 +25,6 @@ from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
-# Control characters (C0, DEL, C1) and the invisible direction overrides: shown.
-CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]')
 # What Markdown would read as markup that leaves the text: a backslash that escapes the
 # next character, the `](` of a link or image (a `]` that ends the value too: the report's
 # text after it could start with `(`), code-span backticks, a table cell's end, and `<`
@@ -34,12 +32,6 @@ CONTROL = re.compile('[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]
 _SPECIAL = re.compile(r'\\(?=[!-/:-@\[-`{-~]|$)|\](?=\(|$)|[`|]|<(?=[A-Za-z/!?])')
 # Block markup at the start of a line (a heading, a quote, a list).
 _BLOCK_START = re.compile(r'^(\s*)([#>+*=-])')
-
-
-def visible(text):
-    '''Control characters as their escapes (`\\x1b`, `\\u202e`): seen, not obeyed.'''
-    return CONTROL.sub(lambda m: (f'\\x{ord(m.group()):02x}' if ord(m.group()) < 0x100
-                                  else f'\\u{ord(m.group()):04x}'), text)
 
 
 # Any character the rules above would change (most values have none: they pass as they

@@ -108,6 +108,11 @@ def test_report_terminal_output_is_visible(tmp_path):
     assert not visible(out, err), (visible(out, err), out, err)
     assert '\\x1b[2J' in out and 'bad\\rOK: all passed' in out
     assert 'x\\x1b[2J.json' in err
+    # The HTML report shows them as the terminal does: the page holds no escape byte
+    # (issue 37: report.html kept the raw bytes of documents and perflogs).
+    page = (run / 'report' / 'report.html').read_text()
+    assert ESC not in page and chr(0x9b) not in page, visible(page)[:5]
+    assert '\\x1b' in page and 'bad\\x0dOK: all passed' in page
     # A failing metric's unit; a site of a name no site has.
     other = make_run(store, f'lo{ESC}[2Jcal', 'run', failing_metric)
     rc, out, err = cobalt('report', other)
