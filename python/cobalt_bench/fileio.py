@@ -2,7 +2,10 @@
 failed or interrupted write leaves the earlier file as it was and no temporary file.'''
 
 import contextlib
+import ctypes
+import errno
 import os
+import shutil
 import tempfile
 
 
@@ -49,3 +52,39 @@ def write_atomic(path, data):
     a report, and a failed write leaves the earlier file as it was.'''
     with atomic_file(path, 'wb' if isinstance(data, bytes) else 'w') as fp:
         fp.write(data)
+
+
+_RENAME_EXCHANGE = 2        # renameat2(2): swap the two names in one step (Linux 3.15)
+_AT_FDCWD = -100
+
+
+def _exchange(a, b):
+    '''Swap the directories `a` and `b` in one step; False where the system cannot.'''
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False            # not on this file system: the two renames below
+    raise OSError(err, os.strerror(err), b)
+
+
+def replace_dir(staged, target):
+    '''Put the directory `staged` (written beside `target`) in place of `target`, as one:
+    a reader, or a kill at any moment, finds the old set of files or the new one, never a
+    mix. The old set is removed after.'''
+    if not os.path.lexists(target):
+        os.rename(staged, target)
+        return
+    if _exchange(staged, target):
+        shutil.rmtree(staged, ignore_errors=True)     # now the old set
+        return
+    old = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(target)),
+                           prefix='.old-' + os.path.basename(target) + '-')
+    os.rename(target, os.path.join(old, 'set'))
+    os.rename(staged, target)
+    shutil.rmtree(old, ignore_errors=True)

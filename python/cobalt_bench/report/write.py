@@ -1,5 +1,6 @@
-'''Writing a report: every file whole or not at all (cobalt_bench.fileio): a reader never
-sees half a report, and a failed write leaves the earlier one as it was.
+'''Writing a report: the set of its files whole or not at all (cobalt_bench.fileio): a
+reader never sees half a report, nor files of two reports, and a failed or interrupted
+write leaves the earlier one as it was.
 
 The report directory (RUN/report by default) and its plots/ are never symbolic links: in
 a shared store a link planted there would have the report written wherever it points.
@@ -8,9 +9,11 @@ rename, which never follows a link.'''
 
 import json
 import os
+import shutil
+import tempfile
 
 from ..errors import CannotRun
-from ..fileio import write_atomic
+from ..fileio import replace_dir, umask, write_atomic
 from .fleet import BAD_NODES_FILE, bad_nodes_text
 from .html import render_html
 from .markdown import render_markdown
@@ -27,37 +30,66 @@ def _own_dir(path):
         raise CannotRun(f'{path} is not a directory: the report is not written there')
 
 
+#: What a report directory holds: a directory of other files is never replaced whole.
+OWN = frozenset({'report.md', 'report.html', 'verdict.json', BAD_NODES_FILE, 'plots'})
+
+
+def _files(model, out_dir, formats):
+    '''[(name relative to the report directory, bytes or text)] of the report.'''
+    files = []
+    if 'md' in formats:
+        files += [(os.path.join('plots', p.name + '.png'), p.png) for p in model.plots
+                  if p.png]
+        files.append(('report.md', render_markdown(model, out_dir=out_dir)))
+    if 'html' in formats:
+        files.append(('report.html', render_html(model, out_dir=out_dir)))
+    if model.judgement is not None:
+        # The verdict for programs: state first, then the reasons and items; the flaky
+        # nodes (the store's node history), apart from this run's bad nodes.
+        verdict = {**model.judgement.to_json(),
+                   'flaky_nodes': [f.to_json() for f in model.flaky]}
+        files.append(('verdict.json', json.dumps(verdict, indent=2) + '\n'))
+        # Always written (a comment only when no node is bad): a list of an earlier
+        # report is never left behind to be drained.
+        files.append((BAD_NODES_FILE, bad_nodes_text(model)))
+    return files
+
+
 def write_report(model, out_dir, formats):
+    '''Write the report into `out_dir` as one set: written into a directory beside it and
+    put in its place in one step (fileio.replace_dir), so that a kill (Slurm's SIGTERM at a
+    time limit) leaves the earlier report or this one, never a report.md of one beside a
+    verdict.json of the other. A directory holding other files than a report's (-o DIR)
+    gets each file replaced, the verdict first. Returns the paths written.'''
     try:
-        _own_dir(out_dir)
-        written = []
-        if 'md' in formats:
-            plot_dir = os.path.join(out_dir, 'plots')
-            drawn = [p for p in model.plots if p.png]
-            if drawn:
-                _own_dir(plot_dir)
-            for p in drawn:
-                write_atomic(os.path.join(plot_dir, p.name + '.png'), p.png)
-            md = os.path.join(out_dir, 'report.md')
-            write_atomic(md, render_markdown(model, out_dir=out_dir))
-            written.append(md)
-        if 'html' in formats:
-            page = os.path.join(out_dir, 'report.html')
-            write_atomic(page, render_html(model, out_dir=out_dir))
-            written.append(page)
-        if model.judgement is not None:
-            # The verdict for programs: state first, then the reasons and items.
-            doc = os.path.join(out_dir, 'verdict.json')
-            # The flaky nodes (the store's node history), apart from this run's bad nodes.
-            verdict = {**model.judgement.to_json(),
-                       'flaky_nodes': [f.to_json() for f in model.flaky]}
-            write_atomic(doc, json.dumps(verdict, indent=2) + '\n')
-            written.append(doc)
-            # Always written (a comment only when no node is bad): a list of an earlier
-            # report is never left behind to be drained.
-            bad = os.path.join(out_dir, BAD_NODES_FILE)
-            write_atomic(bad, bad_nodes_text(model))
-            written.append(bad)
+        files = _files(model, out_dir, formats)
+        if os.path.isdir(out_dir) and not os.path.islink(out_dir) and \
+                not set(os.listdir(out_dir)) <= OWN:
+            _own_dir(out_dir)
+            for name, data in sorted(files, key=lambda f: f[0] not in ('verdict.json',
+                                                                         BAD_NODES_FILE)):
+                if os.path.dirname(name):
+                    _own_dir(os.path.join(out_dir, os.path.dirname(name)))
+                write_atomic(os.path.join(out_dir, name), data)
+        else:
+            _own_dir(os.path.dirname(os.path.abspath(out_dir)))
+            if os.path.islink(out_dir):
+                _own_dir(out_dir)       # refused, named
+            parent, base = os.path.split(os.path.abspath(out_dir))
+            # what a writer killed before it could clean up left (SIGKILL, SIGTERM)
+            for left in os.listdir(parent):
+                if left.startswith((f'.new-{base}-', f'.old-{base}-')):
+                    shutil.rmtree(os.path.join(parent, left), ignore_errors=True)
+            staged = tempfile.mkdtemp(dir=parent, prefix=f'.new-{base}-')
+            try:
+                for name, data in files:
+                    os.makedirs(os.path.join(staged, os.path.dirname(name)), exist_ok=True)
+                    write_atomic(os.path.join(staged, name), data)
+                os.chmod(staged, 0o777 & ~umask())
+                replace_dir(staged, out_dir)
+            except BaseException:
+                shutil.rmtree(staged, ignore_errors=True)
+                raise
     except OSError as err:
         raise CannotRun(f'cannot write the report in {out_dir}: {err}')
-    return written
+    return [os.path.join(out_dir, name) for name, _ in files if not name.startswith('plots')]

@@ -207,13 +207,15 @@ def test_report_directory_that_is_a_symlink_is_refused(tmp_path):
     assert rc == 3, out + err
     assert 'is a symbolic link' in err and str(run / 'report') in err
     assert os.listdir(target) == []
-    # A plots/ directory that is a link is refused the same way.
+    # A plots/ link planted in a report directory: the report is written beside it and
+    # replaces the directory whole (report.write), so nothing is written through the link,
+    # and the link is gone with the earlier report.
     os.remove(run / 'report')
     (run / 'report').mkdir()
     os.symlink(target, run / 'report' / 'plots')
     rc, out, err = cobalt('report', run)
-    assert rc == 3 and 'is a symbolic link' in err, out + err
-    assert os.listdir(target) == []
+    assert rc in (0, 1) and 'Traceback' not in err, out + err
+    assert os.listdir(target) == [] and not os.path.islink(run / 'report' / 'plots')
 
 
 def test_a_run_that_is_a_link_out_of_the_store_is_not_read(tmp_path):
