@@ -24,7 +24,9 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 
@@ -52,6 +54,10 @@ def _ip(*args, check=True):
     return subprocess.run(['ip', *args], check=check, text=True, capture_output=True, timeout=30)
 
 
+def _end_by_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def sweep_stale():
     '''Remove namespaces of this module whose creating process is gone.'''
     out = _ip('netns', 'list', check=False).stdout
@@ -76,6 +82,7 @@ class VethPair:
         self.tx_addr = self._dotted(base + 1)
         self.rx_addr = self._dotted(base + 2)
         self._made = []
+        self._handlers = {}         # signal: the handler before ours (_catch_ends)
 
     @staticmethod
     def _dotted(n):
@@ -83,6 +90,7 @@ class VethPair:
 
     def __enter__(self):
         sweep_stale()
+        self._catch_ends()
         try:
             for ns in (self.rx_ns, self.tx_ns):
                 _ip('netns', 'add', ns)
@@ -112,6 +120,20 @@ class VethPair:
         # Deleting a namespace removes its veth end (and so the pair) and its firewall.
         while self._made:
             _ip('netns', 'del', self._made.pop(), check=False)
+        for signum, handler in self._handlers.items():
+            signal.signal(signum, handler)
+        self._handlers = {}
+
+    def _catch_ends(self):
+        '''SIGTERM and SIGHUP (a time limit, a closed terminal) end the process through
+        Python, as Ctrl-C does, so that close() removes the namespaces; only where their
+        handling is Python's default and this is the main thread (a caller's own handler
+        is left alone).'''
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                self._handlers[signum] = signal.signal(signum, _end_by_signal)
 
     # ---- running things inside -----------------------------------------------------
     def cmd_rx(self, argv):

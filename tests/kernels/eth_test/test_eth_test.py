@@ -735,3 +735,28 @@ def test_busy_poll_threads_and_cpu_pinning(net, tmp_path):
     assert run.tx_doc['config']['threads'] == 2
     assert run.tx_doc['config']['rt_priority'] == 1 and 'warning' not in run.tx.stderr
     assert run.doc['metrics']['lost_packets']['value'] == 0
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_removes_the_namespaces(sig):
+    '''bench/eth-test and these tests make their namespaces with netns.VethPair: ended by
+    SIGTERM (a time limit), SIGHUP or Ctrl-C while inside, the process removes them
+    (issue 37: bench/eth-test ended by SIGTERM left cbet-rx-* and cbet-tx-* behind).'''
+    reason = netns.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    code = ('import sys, time\n'
+            'from cobalt_bench import netns\n'
+            'with netns.VethPair() as net:\n'
+            '    print(net.rx_ns, net.tx_ns, flush=True)\n'
+            '    time.sleep(60)\n')
+    proc = subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, 'PYTHONPATH': os.path.join(ROOT, 'python')})
+    made = proc.stdout.readline().split()
+    assert len(made) == 2, made
+    listed = subprocess.run(['ip', 'netns', 'list'], capture_output=True, text=True).stdout
+    assert all(ns in listed for ns in made), listed
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    listed = subprocess.run(['ip', 'netns', 'list'], capture_output=True, text=True).stdout
+    assert not any(ns in listed for ns in made), (sig, listed)
