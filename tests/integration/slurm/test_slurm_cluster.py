@@ -223,3 +223,33 @@ def test_status_degraded_and_start_repairs(slurm_cluster, tmp_path):
     # and the restored node runs jobs again
     job = slurm_cluster.sbatch(tmp_path, "-w", "n2", "-t", "1", "--wrap", "true")
     assert slurm_cluster.wait_for_job(job)["State"] == "COMPLETED"
+
+
+def _x86(cluster) -> list:
+    out = subprocess.run(["sinfo", "-h", "-p", "x86", "-N", "-o", "%N"], env=cluster.env,
+                         text=True, capture_output=True, timeout=30).stdout.split()
+    return sorted(set(out))
+
+
+def test_a_start_after_slurmctld_died_keeps_the_clusters_size(slurm_cluster):
+    """Issue 37: `cluster start` after slurmctld died shrank a 3-node cluster to its
+    default 2, leaving n3's slurmd running unused and 3-node jobs pending. The start that
+    finds the slurmds alive keeps the size slurm.conf records."""
+    before = len(_x86(slurm_cluster))
+    r = slurm_cluster.cluster("restart", "--nodes", "3")
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        pid = int((slurm_cluster.state_dir / "run" / "slurmctld.pid").read_text())
+        subprocess.run(["kill", "-9", str(pid)], check=True, timeout=30)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        r = slurm_cluster.cluster("start")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert _x86(slurm_cluster) == ["n1", "n2", "n3"], r.stdout + r.stderr
+        out = subprocess.run(["srun", "-N", "3", "-p", "x86", "hostname"], env=slurm_cluster.env,
+                             text=True, capture_output=True, timeout=120)
+        assert out.returncode == 0 and len(out.stdout.split()) == 3, out.stdout + out.stderr
+    finally:
+        r = slurm_cluster.cluster("restart", "--nodes", str(before))
+        assert r.returncode == 0, r.stdout + r.stderr
