@@ -3,12 +3,14 @@ as a diff and written atomically (site.derive).'''
 
 import difflib
 import os
+import statistics
 import sys
 import textwrap
 from dataclasses import replace
 
 from .. import fileio
 from ..errors import CannotRun
+from ..judging import fleet as fl
 from ..judging import verdict
 from ..site import derive as dv
 from ..site.loader import load_site
@@ -86,6 +88,27 @@ def _read(path):
         raise CannotRun(f'{path}: cannot read: {getattr(err, "strerror", None) or err}')
 
 
+def _standing_out(d, site):
+    '''({node}, [why]): the nodes that stand out from their peers in a metric about to be
+    derived (a metric without a reference yet is compared too, by the fleet rule).'''
+    nodes, whys = set(), []
+    for e in d.entries:
+        by_node = {}
+        for smp in e.samples:
+            by_node.setdefault(smp.node, []).append(smp.value)
+        direction = (fl.Direction.LOWER if e.upper is None else
+                     fl.Direction.HIGHER if e.lower is None else fl.Direction.EITHER)
+        out = fl.peer_outliers({n: statistics.median(v) for n, v in by_node.items()},
+                               e.unit or '', direction, site.compliance.outlier_threshold)
+        if out:
+            nodes |= {v.node for v in out}
+            whys.append(f'{e.check} on {e.partition}, {e.metric}: ' + ', '.join(
+                f'{v.node} at {v.value:g}' + (f' ({v.percent:+.0f} % of the peers\' median)'
+                                              if v.percent is not None else '')
+                for v in out) + ' stand(s) out from the peers')
+    return nodes, whys
+
+
 def derive_command(specs, site_spec, tolerance=None, metrics=(), allow_bad=False,
                    write=False, output=None, results=None):
     '''Exit status 0 derived, 1 a run refused.'''
@@ -101,6 +124,13 @@ def derive_command(specs, site_spec, tolerance=None, metrics=(), allow_bad=False
         runs.append(replace(run, cases=judged.cases))
         flagged.update((run.label, b.node) for b in judged.fleet.bad_nodes)
     d = dv.derive(runs, site, tolerance, allow_bad, flagged, metrics)
+    # Every metric about to be derived is judged against the peers first.
+    out, whys = _standing_out(d, site)
+    if out and not allow_bad:
+        d.refused += [('the runs', why) for why in whys]
+    elif out:
+        d = dv.derive(runs, site, tolerance, allow_bad, flagged | out, metrics)
+        d.left_out += whys
     for run, why in d.refused:
         say(f'refused {run}: {why}', sys.stderr)
     if d.refused:

@@ -396,6 +396,16 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
     return fleet
 
 
+def peer_outliers(values, unit, direction=Direction.EITHER,
+                  threshold=DEFAULT_OUTLIER_THRESHOLD):
+    '''[NodeValue] of the nodes that stand out from their peers, by the rule of the module,
+    among `values` ({node: value}): what `references derive` asks of every metric it would
+    write, judged by a reference or not yet.'''
+    dist = Distribution('', '', '', unit, direction,
+                        [NodeValue(n, '', float(v)) for n, v in sorted(values.items())])
+    return judge_distribution(dist, threshold).outliers
+
+
 def _host_key(name):
     m = re.fullmatch(r'(.*?)(\d+)(\D*)', name)
     return (m.group(1), m.group(3), int(m.group(2)), name) if m else (name, '', -1, name)

@@ -50,6 +50,11 @@ MAD_K, MAD_SCALE = 3.0, 1.4826
 MIN_FRACTION = 0.001
 #: At most this many runs are named in a provenance comment.
 RUNS_NAMED = 6
+#: Fewer nodes than this (per check, partition and metric) derive no reference.
+MIN_NODES = 3
+#: A tolerance derived from the spread this wide (a fraction of the value) or wider is
+#: refused: half of a node's capacity gone would still pass it.
+WIDEST = 0.5
 _BAD = (Result.ABORT, Result.DAMAGED, Result.ERROR)
 
 
@@ -218,6 +223,8 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
     out = Derivation()
     checks = known_checks()
     flagged = set(flagged)
+    # A run named twice counts once (its values would weigh double).
+    runs = list({os.path.realpath(r.path): r for r in runs}.values())
     for run in runs:
         why = refusal(run)
         bad = [(c, bad_case(c)) for c in run.cases if bad_case(c)]
@@ -266,6 +273,22 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
                 g['samples'].append(Sample(float(m.value), case.nodes[0] if case.nodes
                                            else '', run.label, date))
     for (check, part, name), g in sorted(groups.items()):
+        where = f'{check} on {part}, {name}'
+        nodes = {s.node for s in g['samples']}
+        if len(nodes) < MIN_NODES:
+            out.notes.append(f'{where}: not derived: {len(nodes)} node(s); a reference needs '
+                             f'{MIN_NODES} or more (two values say nothing of which is off)')
+            continue
+        current = g['current']
+        failing = [s for s in g['samples'] if current is not None and not current.xfail and
+                   not meets(s.value, current.value, current.lower, current.upper)]
+        if failing:
+            # A run that passed the laxer references of its day is no good run today.
+            out.notes.append(f'{where}: not derived: {len(failing)} value(s) fail the '
+                             f'current reference ({current.value:g}): '
+                             + ', '.join(f'{s.value:g} on {s.node} ({s.run})'
+                                         for s in failing[:3]))
+            continue
         xs = [s.value for s in g['samples']]
         value = _sig(statistics.median(xs), 6)
         lower, upper = _sides(g['current'], g['metric'])
@@ -276,6 +299,15 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
                     break
                 lo = lo if lo is None else max(lo * 1.001, -1.0)
                 hi = hi if hi is None else hi * 1.001
+        widest = max(abs(t) for t in (lo, hi) if t is not None) if (lo, hi) != (None, None) \
+            else 0.0
+        if tolerance is None and widest >= WIDEST:
+            out.notes.append(f'{where}: not derived: the values spread {widest:.0%} of the '
+                             f'value (min {min(xs):g}, median {value:g}, max {max(xs):g}): '
+                             'a tolerance that wide judges nothing (at -100 % a reference '
+                             'passes any value); a node of these is off, or the metric is '
+                             'noise')
+            continue
         unit = g['current'].unit if g['current'] is not None else g['unit'] or None
         d = Derived(check, part, name, unit, value, lo, hi, g['samples'], how)
         outside = sum(not meets(x, value, lo, hi) for x in xs)

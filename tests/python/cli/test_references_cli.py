@@ -132,3 +132,39 @@ def test_a_node_the_fleet_analysis_flags_is_refused(setup):
     assert rc == 1 and 'n4' in err and 'flagged by the fleet analysis' in err
     rc, out, err = cobalt('references', 'derive', slow, '--site', site, '--allow-bad-nodes')
     assert rc == 0 and 'left out: ' in err and 'n4' in err
+
+
+def test_a_metric_without_a_reference_is_compared_with_the_peers_first(setup):
+    '''Issue 37: a metric with no reference yet was never compared with the peers, so a
+    node at half speed went into `measured_speed: [8.0, -0.5, ...]` unflagged. Every entry
+    about to be derived is now judged against the peers first, whatever judged the runs.'''
+    from cobalt_bench.cli.references import _standing_out
+    from cobalt_bench.site import derive as dv
+
+    results, runs, site = setup
+    (site / 'references.yaml').write_text(
+        "MemTest:\n  'local-slurm:x86':\n    desired_speed: [8.0, -0.001, 0.001, 'Gbit/s']\n")
+    (site / 'compliance.yaml').unlink(missing_ok=True)
+    half = reframe_run(results, stamp(5), {**NODES, 'n4': (4.0, OK)})
+    sitedef = load_site(str(site))
+    d = dv.derive([load_run(str(half))], sitedef, metrics=('measured_speed',))
+    assert [e.metric for e in d.entries if e.metric == 'measured_speed'], d.notes
+    nodes, whys = _standing_out(d, sitedef)
+    assert nodes == {'n4'}
+    assert any("measured_speed: n4 at 4 (-50 % of the peers' median) stand(s) out" in w
+               for w in whys), whys
+    # The command refuses the run (named), or leaves the node's values out when allowed.
+    rc, _, err = cobalt('references', 'derive', half, '--site', site, '--metric',
+                        'measured_speed')
+    assert rc == 1 and 'n4' in err, err
+    rc, out, err = cobalt('references', 'derive', half, '--site', site, '--metric',
+                          'measured_speed', '--allow-bad-nodes')
+    assert rc == 0 and 'left out: ' in err and 'n4' in err, err
+    assert 'measured_speed: [8.0' in out, out
+
+
+def test_a_run_named_twice_counts_once(setup):
+    results, runs, site = setup
+    rc, out, err = cobalt('references', 'derive', runs[0], runs[0], '--site', site)
+    assert rc == 0, err
+    assert 'from 1 run(s)' in out and '3 value(s)' in out, out

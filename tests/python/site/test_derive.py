@@ -94,8 +94,11 @@ def test_the_derived_file_loads_and_judges_the_source_passing_and_a_slow_node_fa
 
 def test_a_run_with_a_failed_case_is_refused(tmp_path, site):
     results = tmp_path / 'results'
-    good = load_run(reframe_run(results, stamp(1), {'n1': (8.0, OK), 'n2': (8.0, OK)}))
-    bad = load_run(reframe_run(results, stamp(2), {'n1': (8.0, OK), 'n2': (6.0, BAD)}))
+    # (three nodes: fewer derive nothing, issue 37)
+    good = load_run(reframe_run(results, stamp(1), {'n1': (8.0, OK), 'n2': (8.0, OK),
+                                                    'n3': (8.0, OK)}))
+    bad = load_run(reframe_run(results, stamp(2), {'n1': (8.0, OK), 'n2': (6.0, BAD),
+                                                   'n3': (8.0, OK)}))
     d = dv.derive([good, bad], site)
     assert d.refused and d.refused[0][0] == f'local-slurm/{stamp(2)}' and not d.entries
     assert 'n2' in d.refused[0][1]
@@ -103,7 +106,7 @@ def test_a_run_with_a_failed_case_is_refused(tmp_path, site):
     d = dv.derive([good, bad], site, allow_bad=True)
     assert not d.refused and len(d.left_out) == 1
     assert 6.0 not in derived(d, 'measured_speed').values
-    assert len(derived(d, 'measured_speed').values) == 3
+    assert len(derived(d, 'measured_speed').values) == 5
 
 
 def test_a_retried_failure_and_a_flagged_node_are_refused(tmp_path, site):
@@ -135,3 +138,40 @@ def test_numbers_read_back_as_numbers():
         assert yaml.safe_load(dv._num(x)) == x
     assert dv._num(None) == 'null'
     assert dv._round_up(0.0012341) == 0.001235 and dv._round_up(-0.5) == -0.5
+
+
+# ---- poisoned inputs (issue 37) ----------------------------------------------------------
+
+def test_two_nodes_derive_nothing_and_say_so(tmp_path, site):
+    run = load_run(reframe_run(tmp_path / 'results', stamp(1), {'n1': (8.0, OK),
+                                                                'n2': (4.0, OK)}))
+    d = dv.derive([run], site)
+    assert not d.entries
+    assert any('2 node(s); a reference needs 3 or more' in n for n in d.notes), d.notes
+
+
+def test_a_spread_as_wide_as_the_value_derives_nothing(tmp_path, site, monkeypatch):
+    # no current reference to judge by: the values alone would give -100 %
+    monkeypatch.setattr(site.references, 'lookup', lambda *a, **k: {})
+    run = load_run(reframe_run(tmp_path / 'results', stamp(1),
+                               {'n1': (8.0, OK), 'n2': (0.01, OK), 'n3': (8.0, OK),
+                                'n4': (0.02, OK), 'n5': (8.0, OK)}))
+    d = dv.derive([run], site, metrics=('measured_speed',))
+    assert not [e for e in d.entries if e.metric == 'measured_speed']
+    assert any('a tolerance that wide judges nothing' in n for n in d.notes), d.notes
+
+
+def test_a_run_below_todays_reference_derives_nothing(tmp_path, site):
+    """It passed at 4 Gbit/s under the lax references of its day (ReFrame's verdict in
+    the run says pass); today's reference is 8: it must not halve it."""
+    run = load_run(reframe_run(tmp_path / 'results', stamp(1),
+                               {n: (4.0, OK) for n in ('n1', 'n2', 'n3')}))
+    d = dv.derive([run], site)
+    assert not [e for e in d.entries if e.metric == 'measured_speed']
+    assert any('fail the current reference (8)' in n for n in d.notes), d.notes
+
+
+def test_a_run_named_twice_counts_once(tmp_path, site):
+    (run,) = clean_runs(tmp_path, days=(1,))
+    d = dv.derive([run, run], site)
+    assert len(derived(d, 'measured_speed').samples) == len(SPEEDS)
