@@ -13,8 +13,12 @@ from cobalt_bench.store.exit_status import Ending, ExitStatus
 
 def status_of_a_real_death(sig):
     '''The status the shell gives a process ended by `sig` (a real process, a real signal).'''
+    # (its default action restored first where it can be: a caller started under nohup
+    # ignores SIGHUP)
+    default = (f'signal.signal({int(sig)}, signal.SIG_DFL); ' if sig in (
+        signal.SIGHUP, signal.SIGINT, signal.SIGTERM) else '')
     proc = subprocess.run(['bash', '-c', f'{sys.executable} -c "import os, signal; '
-                           f'os.kill(os.getpid(), {int(sig)})"; echo $?'],
+                           f'{default}os.kill(os.getpid(), {int(sig)})"; echo $?'],
                           text=True, capture_output=True, timeout=30)
     return proc.stdout.strip()
 
