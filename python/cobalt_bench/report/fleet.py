@@ -16,7 +16,6 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ..judging import classes
 from ..judging import fleet as fl
 from ..store import history as hist
 from .format import fmt
@@ -159,14 +158,14 @@ def bad_node_rows(model):
 
 
 def class_rows(model):
-    '''The configuration classes of each partition (judging.classes), the majority first:
-    [partition, nodes (a hostlist, and how many), what differs].'''
+    '''The configuration classes of each partition of 3 nodes or more (judging.classes),
+    the majority first: [partition, nodes (a hostlist, and how many), what differs].'''
     rows = []
     for pc in fleet_of(model).classes:
+        if not pc.judged:       # a node or two: nothing to compare (no section of its own)
+            continue
         for c in pc.classes:
-            rows.append([pc.partition, f'{fl.hostlist(c.nodes)} ({len(c.nodes)})',
-                         c.text if pc.judged else
-                         f'not compared ({pc.nodes} nodes: it needs {classes.MIN_NODES})'])
+            rows.append([pc.partition, f'{fl.hostlist(c.nodes)} ({len(c.nodes)})', c.text])
         if pc.split:
             rows.append([pc.partition, '-', 'split, no majority: ' + ', '.join(pc.split)])
     return rows

@@ -89,3 +89,19 @@ def test_fleet_names_the_minority_node_and_says_shared_findings_once(monkeypatch
     assert f.shared_findings == [('net.eth0.mtu fail: 1500 (expected >= 9000)', 8)]
     assert 'net.eth0.mtu' not in b.why and 'cpu.governor fail: powersave' in b.likely
     assert f.hostlist == 'n3'
+
+
+def test_the_report_shows_classes_only_where_nodes_were_compared():
+    '''A run of one node (README's local suite) gets no configuration-class section; a
+    partition of eight gets one row per class, the majority first.'''
+    from types import SimpleNamespace
+
+    from cobalt_bench.report import fleet as rp_fleet
+
+    def rows(invs):
+        f = fleet.analyse([], 'jobs', inventories=invs)
+        return rp_fleet.class_rows(SimpleNamespace(judgement=SimpleNamespace(fleet=f)))
+    assert rows(fleet_of(1)) == []
+    assert rows(fleet_of(8, n3={'cpu.usable': 1})) == [
+        ['jobs', 'n[1-2,4-8] (7)', 'the usual configuration'],
+        ['jobs', 'n3 (1)', 'CPUs usable (cpu.usable) 1, usual 2 (7 nodes)']]
