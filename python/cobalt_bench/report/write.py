@@ -55,6 +55,28 @@ def _files(model, out_dir, formats):
     return files
 
 
+def _keep_others(out_dir, staged, written):
+    '''The earlier report's files this one does not write (`report --format md` leaves the
+    HTML page as it was) go into the new set unchanged: linked, not copied.'''
+    if not os.path.isdir(out_dir) or os.path.islink(out_dir):
+        return
+    for name in sorted(set(os.listdir(out_dir)) & OWN - written):
+        src, dst = os.path.join(out_dir, name), os.path.join(staged, name)
+        if os.path.islink(src):
+            continue            # a planted link is never carried over
+        if os.path.isdir(src):
+            shutil.copytree(src, dst, symlinks=True, copy_function=_link)
+        else:
+            _link(src, dst)
+
+
+def _link(src, dst):
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def write_report(model, out_dir, formats):
     '''Write the report into `out_dir` as one set: written into a directory beside it and
     put in its place in one step (fileio.replace_dir), so that a kill (Slurm's SIGTERM at a
@@ -85,6 +107,7 @@ def write_report(model, out_dir, formats):
                 for name, data in files:
                     os.makedirs(os.path.join(staged, os.path.dirname(name)), exist_ok=True)
                     write_atomic(os.path.join(staged, name), data)
+                _keep_others(out_dir, staged, {n.split(os.sep)[0] for n, _ in files})
                 os.chmod(staged, 0o777 & ~umask())
                 replace_dir(staged, out_dir)
             except BaseException:

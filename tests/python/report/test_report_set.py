@@ -103,3 +103,20 @@ def test_a_report_stopped_between_its_files_leaves_the_earlier_one(tmp_path, mon
     write.write_report(model, str(run / 'report'), ('md', 'html'))
     assert the_set(run / 'report') != first
     assert sorted(p.name for p in run.iterdir()) == ['mem-test-7.json', 'report']
+
+
+def test_a_report_of_one_format_keeps_the_others(tmp_path, site):
+    '''`report --format md` rewrites the Markdown; the HTML page of the earlier report stays
+    as it was, in the same set.'''
+    run = tmp_path / 'run'
+    run.mkdir()
+    (run / 'mem-test-7.json').write_bytes((DATA / 'store' / 'mem-test.json').read_bytes())
+    env = clean_env()
+    assert report(run, env, site).wait(timeout=300) == 0
+    page = run / 'report' / 'report.html'
+    before = page.stat().st_mtime_ns
+    proc = subprocess.run([COBALT_BENCH, 'report', str(run), '--site', str(site), '--format',
+                           'md'], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert page.stat().st_mtime_ns == before
+    assert sorted(p.name for p in run.iterdir()) == ['mem-test-7.json', 'report']
