@@ -50,6 +50,7 @@ Nothing here changes what it reads; the results are typed values.
 import math
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 from .. import kernels
@@ -61,9 +62,8 @@ from ..store.identity import CheckName
 from ..store.model import KIND_JOBS
 from ..store.result import Result, Word
 from . import classes, sanity
-# The rule's scale and twins (judging.scales); DEFAULT_NOISE, twin_ratio: named here too.
-from .scales import DEFAULT_NOISE, MAD_SCALE, MIN_EFFECT, primaries, scale_of  # noqa: F401
-from .scales import twin_ratio  # noqa: F401
+# The rule's scale and twins: judging.scales.
+from .scales import MAD_SCALE, MIN_EFFECT, primaries, scale_of
 
 MIN_NODES = 3               # fewer nodes: no outlier judgement
 #: A name Slurm reads as one host name (bad-nodes.txt holds only these).
@@ -237,10 +237,6 @@ def _node_of(case):
     return nodes[0] if len(nodes) == 1 and len(case.nodes) == 1 else None
 
 
-def _partition_of(case, kind):
-    return peer_partition(case, kind)     # one rule, the node history's too
-
-
 def _number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -249,11 +245,7 @@ def _distinct_findings(findings):
     '''({host: its findings that at most half of the hosts share}, [(finding text, hosts)]
     of those more than half share): a finding every node has (the fleet's MTU) is said
     once, not as every node's why.'''
-    texts = {h: {finding_text(f) for f in fs} for h, fs in findings.items()}
-    counts = {}
-    for ts in texts.values():
-        for t in ts:
-            counts[t] = counts.get(t, 0) + 1
+    counts = Counter(t for fs in findings.values() for t in {finding_text(f) for f in fs})
     common = {t for t, n in counts.items() if 2 * n > len(findings) and len(findings) > 1}
     own = {h: tuple(f for f in fs if finding_text(f) not in common)
            for h, fs in findings.items()}
@@ -343,7 +335,7 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
         node = _node_of(case)
         if node is None:
             continue
-        partition_of.setdefault(node, _partition_of(case, kind))
+        partition_of.setdefault(node, peer_partition(case, kind))
         name = check_name(case, checks)
         failed = case.result.failed and not sanity.did_not_run(case.fail_phase,
                                                                 case.fail_reason)
@@ -360,7 +352,7 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
         for m in _compared(case, name):
             if not _number(m.value):
                 continue
-            key = (_partition_of(case, kind), name, m.name)
+            key = (peer_partition(case, kind), name, m.name)
             if key not in groups:
                 groups[key] = Distribution(key[0], name, m.name, m.unit, direction_of(m), [])
             groups[key].values.append(NodeValue(node, case.check, float(m.value),

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass
 
 from ..judging import fleet as fl
+from ..judging import scales
 from ..store import history as hist
 from .format import fmt
 from .plots import (MAX_NAME, MAX_PLOTS, PLAIN_TEXT, Plot, _left_out, _png, _pyplot, _slug,
@@ -181,9 +182,9 @@ def node_table_intro(model):
     return (f'Each value of a check run on one node, against its peers (the same check and '
             f'metric on the same partition): the peers\' median, the deviation in robust '
             f'sigmas (the metric\'s noise, measured from repeats or history, else a default '
-            f'of {100 * fl.DEFAULT_NOISE:g} %, widened by a wider spread of the peers) and in '
+            f'of {100 * scales.DEFAULT_NOISE:g} %, widened by a wider spread of the peers) and in '
             f'percent; a node more than {fleet.threshold:g} sigmas and '
-            f'{100 * fl.MIN_EFFECT:g} % out in the metric\'s bad direction is an outlier '
+            f'{100 * scales.MIN_EFFECT:g} % out in the metric\'s bad direction is an outlier '
             f'(the site\'s threshold), a failed case is a bad node whatever its peers; fewer '
             f'than {fl.MIN_NODES} nodes: no judgement. Worst first.')
 

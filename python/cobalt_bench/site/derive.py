@@ -299,8 +299,7 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
                     break
                 lo = lo if lo is None else max(lo * 1.001, -1.0)
                 hi = hi if hi is None else hi * 1.001
-        widest = max(abs(t) for t in (lo, hi) if t is not None) if (lo, hi) != (None, None) \
-            else 0.0
+        widest = max((abs(t) for t in (lo, hi) if t is not None), default=0.0)
         if tolerance is None and widest >= WIDEST:
             out.notes.append(f'{where}: not derived: the values spread {widest:.0%} of the '
                              f'value (min {min(xs):g}, median {value:g}, max {max(xs):g}): '

@@ -51,10 +51,9 @@ _UNITS = {'': 1, 'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30, 'T': 1 << 40}
 def _bytes(text):
     """sacct's size ('160884K', '100M', '4000Mn' per node) in bytes; None for an empty
     field or a size per CPU ('2Gc')."""
-    text = text.strip()
-    if text.endswith('n'):
-        text = text[:-1]
-    number, unit = (text[:-1], text[-1]) if text[-1:] in _UNITS and text[-1:] else (text, '')
+    text = text.strip().removesuffix('n')
+    unit = text[-1:] if text[-1:] in ('K', 'M', 'G', 'T') else ''
+    number = text[:len(text) - len(unit)]
     try:
         return int(float(number) * _UNITS[unit]) if number else None
     except ValueError:

@@ -15,6 +15,7 @@ import pytest
 
 from cobalt_bench import site as site_mod
 from cobalt_bench.judging import fleet as fl
+from cobalt_bench.judging import scales
 from cobalt_bench.judging import sanity
 from cobalt_bench.site.compliance import DEFAULT_OUTLIER_THRESHOLD, load_compliance
 from cobalt_bench.store import model as rs
@@ -497,11 +498,11 @@ def test_twin_ratio_is_tight():
         d.values = [fl.NodeValue(f'n{i}', f'C n{i}', v) for i, v in enumerate(values)]
         return d
     a = dist([8.0, 7.9, 6.0])
-    assert fl.twin_ratio(a, dist([100.0, 98.75, 75.0])) == pytest.approx(12.5)
-    assert fl.twin_ratio(a, dist([100.0, 98.76, 75.0])) is None     # 1e-4 off
-    assert fl.twin_ratio(a, dist([100.0, 98.75])) is None           # not the same cases
-    assert fl.twin_ratio(dist([8.0] * 3), dist([1.0] * 3)) is None   # constant: no twin
-    assert fl.twin_ratio(a, dist([0.0, 0.0, 0.0])) is None
+    assert scales.twin_ratio(a, dist([100.0, 98.75, 75.0])) == pytest.approx(12.5)
+    assert scales.twin_ratio(a, dist([100.0, 98.76, 75.0])) is None     # 1e-4 off
+    assert scales.twin_ratio(a, dist([100.0, 98.75])) is None           # not the same cases
+    assert scales.twin_ratio(dist([8.0] * 3), dist([1.0] * 3)) is None   # constant: no twin
+    assert scales.twin_ratio(a, dist([0.0, 0.0, 0.0])) is None
 
 
 # ---- bench/fleet-outliers -----------------------------------------------------------------
