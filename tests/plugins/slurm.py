@@ -212,10 +212,10 @@ def wait_for(predicate, timeout, what):
     pytest.fail(f'{what}: not within {timeout} s')
 
 
-def our_rfm_job(env, tmp_path):
-    '''The id of the running Slurm job of our ReFrame run (its work directory is under
-    tmp_path; other runs may share the cluster).'''
-    out = subprocess.run(['squeue', '-h', '-t', 'R', '-o', '%i|%Z'], env=env, text=True,
+def our_rfm_job(env, tmp_path, states='R'):
+    '''The id of the Slurm job of our ReFrame run in one of `states` (squeue's -t; its work
+    directory is under tmp_path; other runs may share the cluster).'''
+    out = subprocess.run(['squeue', '-h', '-t', states, '-o', '%i|%Z'], env=env, text=True,
                          capture_output=True, timeout=30).stdout
     for line in out.splitlines():
         jobid, _, workdir = line.partition('|')
@@ -240,7 +240,11 @@ def run_reframe_memtest(tmp_path, env, *options, during=None):
          '-S', 'kernel_opts=--stations 1 --desired-rate 8 --duration 300'],
         cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        jobid = wait_for(lambda: our_rfm_job(env, tmp_path), 180, 'the ReFrame job running')
+        # A job killed at once (over its --mem) may run for less than one poll: without
+        # `during` any state counts (squeue keeps ended jobs for MinJobAge, 300 s).
+        states = 'R' if during else 'all'
+        jobid = wait_for(lambda: our_rfm_job(env, tmp_path, states), 180,
+                         'the ReFrame job running' if during else 'the ReFrame job')
         if during:
             during(jobid)
         out, _ = proc.communicate(timeout=400)
