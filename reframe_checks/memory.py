@@ -18,3 +18,4 @@ class MemTest(KernelJsonTest):
     exclusive_access = True
     whole_node = True     # one task with every CPU: the kernel places its own threads
     tags = {'memory', 'compliance'}
+

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # cobalt-bench: the single-node pack of jobs/node-sweep.slurm, run once on every node of
-# its allocation (srun --ntasks-per-node=1): the node's inventory, preflight, mem-test and,
+# its allocation (srun --ntasks-per-node=1): the node's inventory, preflight, mem-test, its
+# memory capacity (mem-capacity: mem-test --max, compared with the peers by the report) and,
 # where the node has an NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
 # its end recorded and judged (cb_judge: by the site when the job names one). DIR/<node>/plan
 # lists the tests the node is to run.
@@ -27,7 +28,7 @@ worse() { if [ "$1" -gt "$worst" ]; then worst=$1; fi; }
 # (a test without one is a failure of this node), and a node that wrote no plan at all
 # (its directory could not be made, its task never started) is one too.
 plan=()
-for test in ${NODE_SWEEP_TESTS:-inventory preflight mem-test gpu-copy}; do
+for test in ${NODE_SWEEP_TESTS:-inventory preflight mem-test mem-capacity gpu-copy}; do
     if [ "$test" = gpu-copy ] && [ ! -d /proc/driver/nvidia/gpus ]; then
         say "gpu-copy: no NVIDIA GPU on this node, not run"
         continue
@@ -39,6 +40,7 @@ printf '%s\n' "${plan[@]}" > "$dir/.plan.tmp" && mv -f "$dir/.plan.tmp" "$dir/pl
 
 for test in "${plan[@]}"; do
     json="$dir/$test-$jobid.json"
+    program=$test
     case $test in
         inventory)
             # What the node is (CPUs usable, memory, kernel, firmware): the report groups
@@ -57,13 +59,18 @@ for test in "${plan[@]}"; do
             worse $?
             continue ;;
         mem-test) read -r -a opts <<< "${MEM_TEST_OPTS:-}" ;;
+        mem-capacity)
+            # Unpaced: what the node's memory and the CPUs the job got can do, for the
+            # report to hold against its peers (no reference judges it).
+            program=mem-test
+            read -r -a opts <<< "--max ${MEM_CAPACITY_OPTS---duration 5}" ;;
         gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}" ;;
-        *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test gpu-copy)"
+        *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test mem-capacity gpu-copy)"
            worse 2; continue ;;
     esac
     cb_job_started "$json" "$test"
-    "$test" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
-    cb_judge "$json" "$?" "$test ${opts[*]} --json $json"
+    "$program" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
+    cb_judge "$json" "$?" "$program ${opts[*]} --json $json"
     worse $?
     say "$test: log $dir/$test-$jobid.out"
 done

@@ -71,6 +71,7 @@ site_configuration = SITE.checked({
                         # libumad2sim routes every response to the last port opened.
                         'smp_mad_stress_opts': '-d 3 -n 2 -N 16 -L $COBALT_IB_LIDS NodeInfo',
                         'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
+                        'mem_capacity_opts': '--stations 1 --duration 3',
                         'eth_test_interfaces': ['lo'],
                         'eth_test_send_opts': '--rate 3 --duration 3',
                         'eth_test_receive_opts': '--threshold 2.97 --timeout 60',

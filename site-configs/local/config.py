@@ -43,6 +43,8 @@ site_configuration = SITE.checked({
                         # A workload a small machine (2 cores) meets: one station paced
                         # at 8 Gbit/s in all, for 3 s.
                         'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
+                        # MemCapacity (after --max): one station's buffers, 3 s.
+                        'mem_capacity_opts': '--stations 1 --duration 3',
                         # eth-test (reframe_checks/network.py) on the loopback interface
                         # (receiver and sender both here): 12 streams, 3 Gbit/s, 3 s, which
                         # this machine receives without loss while busy; judged to 1%

@@ -56,8 +56,9 @@ kernel killed by a signal or ended by a status the kernel contract does not defi
 failed, named ("killed by SIGKILL"); 2 and 3 are "not run"; a document that is absent or
 unreadable after 0 or 1 is a lost result, a failure. The record is written in every case.
 
-exit status: 0 every result met its references, 1 one did not or could not be judged (a
-kernel killed or crashed too), 2 usage error (with --exit-status 2: the kernel's), 3
+exit status: 0 every result met its references (or, a capacity check such as MemCapacity,
+ran and is recorded for the report to compare with its peers), 1 one did not or could not
+be judged (a kernel killed or crashed too), 2 usage error (with --exit-status 2: the kernel's), 3
 cannot run (no such site or result; references.yaml or compliance.yaml that judge
 nothing, with the file, check, partition and metric named; with --exit-status 3: the
 kernel could not run here).'''

@@ -164,7 +164,8 @@ def command(site_spec, result_paths, partition=None, json_dest=None, command_lin
     written even then, and the job's start mark removed once it is. Without a site the
     job's end is recorded unjudged.
 
-    Exit status: 0 every result met its references, 1 one did not (or could not be
+    Exit status: 0 every result met its references (a capacity result, which its peers
+    judge in the report: recorded), 1 one did not (or could not be
     judged, or a kernel was killed or crashed), 2 usage error (a kernel's own usage error
     too), 3 cannot run (no such site or result, bad references; a kernel that could not
     run here).'''
@@ -181,7 +182,9 @@ def command(site_spec, result_paths, partition=None, json_dest=None, command_lin
     if job is None:
         run = _documents(result_paths, command_line)
     v = vd.decide(run, site, vd.preflight_docs_of(run), partition=where)
-    ok = all(c.result.passed for c in v.cases) and v.cases and not v.problems
+    # A capacity result (RECORDED) is its peers' to judge, in the report: here it ran.
+    ok = all(c.result.passed or c.result is Result.RECORDED for c in v.cases) and v.cases \
+        and not v.problems
     if not quiet:
         _print(v.cases, v, where, site)
     if json_dest:

@@ -232,7 +232,7 @@ def check_name(case, checks=None):
     return CheckName.of(case.check, known_checks() if checks is None else checks).label
 
 
-def _node_of(case):
+def node_of(case):
     nodes = [n for n in case.nodes if isinstance(n, str) and n]
     return nodes[0] if len(nodes) == 1 and len(case.nodes) == 1 else None
 
@@ -305,12 +305,14 @@ def judge_distribution(dist, threshold, noise=None):
 
 def _compared(case, check):
     '''The metrics of `case` compared with its peers: those the site's references judge;
-    where none is, those its kernel's descriptor declares (the kernel contract's figures,
+    where none is, a capacity check's capacity metrics (kernels.CAPACITY); else those its kernel's descriptor declares (the kernel contract's figures,
     not the per-operation diagnostics such as mem-test's *_busy_speed, which scatter by tens
     of percent when nodes share cores); for a check of no known kernel, every one.'''
     judged = [m for m in case.metrics if m.judged]
     if judged:
         return judged
+    if check in kernels.CAPACITY:       # what it measures of the node, not diagnostics
+        return [m for m in case.metrics if m.name in kernels.CAPACITY[check].metrics]
     kernel = next(filter(None, map(kernels.of_document, case.docs)), None) or \
         kernels.of_check(check)
     return [m for m in case.metrics if m.name in kernel.metrics] if kernel else case.metrics
@@ -332,7 +334,7 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
     bad = {}
     partition_of = {}
     for case in cases:
-        node = _node_of(case)
+        node = node_of(case)
         if node is None:
             continue
         partition_of.setdefault(node, peer_partition(case, kind))

@@ -86,7 +86,8 @@ def recorded_case(case):
     that no reference judged is UNJUDGED, never a pass.'''
     metrics = [as_recorded(m) for m in case.metrics]
     if case.result.passed and metrics and not any(m.judged for m in metrics):
-        return replace(case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
+        return by_peers(replace(case, metrics=metrics), check_class(case)) or replace(
+            case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
                        fail_reason='unjudged: ReFrame recorded no reference for any of its '
                                    'metrics')
     return replace(case, metrics=metrics)
@@ -122,6 +123,19 @@ def _stopped(case):
     return replace(case, result=result, fail_phase='run', fail_reason=stopped)
 
 
+#: Why a capacity check (mem-test --max) has no verdict of its own.
+PEERS_JUDGE = ('capacity: judged against its peers (the fleet analysis), no reference of the '
+               'site')
+
+
+def by_peers(case, check):
+    '''The case of a capacity check (kernels.CAPACITY) that no reference judges and that
+    ran to the end: RECORDED, its verdict the fleet's (judging.verdict); else None.'''
+    if check in kernels.CAPACITY and case.result is Result.PASS:
+        return replace(case, result=Result.RECORDED, fail_phase='', fail_reason=PEERS_JUDGE)
+    return None
+
+
 def no_reference(check, partition, site):
     '''Why a case is unjudged: the site has no reference for its partition.'''
     return f'unjudged: no reference for {partition} (check {check}, {site.references.path})'
@@ -144,8 +158,9 @@ def annotate(case, site, partition=None):
     if case.result is Result.PASS and metrics and not j.refs and not any(
             m.judged for m in metrics):
         # ReFrame passes what nothing judges; the site's verdict must not.
-        return replace(case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
-                       fail_reason=no_reference(check, partition, site)), j
+        return by_peers(replace(case, metrics=metrics), check) or replace(
+            case, metrics=metrics, result=Result.UNJUDGED, fail_phase='',
+            fail_reason=no_reference(check, partition, site)), j
     if case.result.judged and case.metrics:
         have = {m.name for m in case.metrics}
         for name, ref in sorted(j.refs.items()):
@@ -185,8 +200,8 @@ def _sanity_problems(case):
     units, its data verified.'''
     doc = case.docs[0]
     kernel = doc.get('test') if isinstance(doc.get('test'), str) else ''
-    descriptor = kernels.KERNELS.get(kernel)
-    units = dict(descriptor.metrics) if descriptor else {}
+    check = kernels.check_of_document(doc)
+    units = (kernels.document_units(check) if check else None) or {}
     return sanity.document_problems(doc, kernel, units)
 
 
@@ -225,8 +240,9 @@ def judge_doc_case(case, site, partition):
         return replace(case, result=Result.FAIL, fail_phase='sanity',
                        fail_reason='; '.join(insane)), j
     if not j.refs:
-        return replace(case, result=Result.UNJUDGED, fail_phase='',
-                       fail_reason=no_reference(check, partition, site)), j
+        return by_peers(replace(case, result=Result.PASS), check) or replace(
+            case, result=Result.UNJUDGED, fail_phase='',
+            fail_reason=no_reference(check, partition, site)), j
     refs = j.refs
     j.problems += _unit_problems(check, partition, case, refs)
     metrics = [_judged_metric(m, refs[m.name]) if m.name in refs else m

@@ -229,6 +229,9 @@ def _outcome(case, required, judgement):
     if r is Result.UNJUDGED:
         # Measured, judged by nothing of the site's: never part of a compliant verdict.
         return MISSING, case.fail_reason
+    if r is Result.RECORDED:
+        # A capacity check: its peers judge it once the fleet is analysed (_by_peers).
+        return NOTE, case.fail_reason
     if r.failed:
         failing = [m for m in case.metrics if m.verdict.failed]
         workload = [m for m in failing if required and m.name in required.workload]
@@ -326,6 +329,25 @@ def _unjudged(run, noise=None):
     return v
 
 
+def _by_peers(item, case, fleet):
+    '''The item of a capacity case (judge.by_peers) as its peers judged it: FAILED (never
+    required: a node that stands out is a bad node, not a failed compliance check) where
+    the fleet names its node for this check, PASSED where the node was compared with
+    enough peers and does not stand out, a NOTE saying why where it could not be compared.'''
+    node, check = fl.node_of(case), fl.check_name(case)
+    causes = [c for b in fleet.bad_nodes if b.node == node for c in b.causes
+              if c.check == check]
+    if causes:
+        return replace(item, status=FAILED, why='; '.join(c.why for c in causes))
+    dists = [d for d in fleet.distributions
+             if d.check == check and any(v.node == node for v in d.values)]
+    if dists and all(d.judged for d in dists):
+        return replace(item, status=PASSED, why='within its peers (' + ', '.join(
+            f'{d.metric}: median {d.median:g} {d.unit}'.rstrip() for d in dists) + ')')
+    note = dists[0].note if dists else 'no peer ran it'
+    return replace(item, why=f'{jd.PEERS_JUDGE}; not compared: {note}')
+
+
 def _state(comp, items):
     if comp.demonstration:
         return DEMONSTRATION
@@ -361,6 +383,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
             v.items.append(Item(MISSING, 'results', f'cannot be read: {d}', True))
 
     seen = set()
+    peers = []      # (item index, case) of the capacity cases: judged by the fleet below
     for case in run.cases:
         case, j = _judge_case(run, case, site, partition)
         v.cases.append(case)
@@ -377,6 +400,8 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         # What a job was to produce and lost (a kernel killed before its document, a node
         # of a sweep that wrote nothing): counted as required, whatever the check.
         lost = run.kind == KIND_JOBS and case.result is Result.FAIL and not case.docs
+        if case.result is Result.RECORDED:
+            peers.append((len(v.items), case))
         v.items.append(Item(status, _case_label(case), why, req is not None or lost,
                             unjudged=case.result is Result.UNJUDGED))
 
@@ -389,6 +414,8 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
     v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,
                          inventories=run.inventories, noise=noise)
+    for i, case in peers:
+        v.items[i] = _by_peers(v.items[i], case, v.fleet)
     v.state = _state(comp, v.items)
     return v
 

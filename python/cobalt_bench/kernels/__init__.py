@@ -16,7 +16,40 @@ def of_document(doc):
     return KERNELS.get(doc.get('test')) if isinstance(doc, dict) else None
 
 
+#: The checks that measure capacity (Capacity): {check: its Capacity}.
+CAPACITY = {k.capacity.check: k.capacity for k in KERNELS.values() if k.capacity}
+
+
+def check_of_document(doc):
+    '''The check a kernel's JSON document is a result of: its kernel's (by `test`), or the
+    kernel's capacity check where its config marks a capacity run (mem-test --max:
+    MemCapacity); None for another program's.'''
+    kernel = of_document(doc)
+    if kernel is None:
+        return None
+    config = doc.get('config')
+    if kernel.capacity and isinstance(config, dict) and config.get(kernel.capacity.flag) is True:
+        return kernel.capacity.check
+    return kernel.check
+
+
+def document_units(check):
+    '''{metric: unit} a document of `check` must carry (its kernel's contract; a capacity
+    check's without what its mode does not measure), or None for no kernel's check.'''
+    kernel = of_check(check)
+    if kernel is None:
+        return None
+    skip = CAPACITY[check].not_measured if check in CAPACITY else ()
+    return {m: u for m, u in kernel.metrics.items() if m not in skip}
+
+
+def capacity_of_test(test):
+    '''The Capacity a node pack's test name runs ('mem-capacity'), or None.'''
+    return next((c for c in CAPACITY.values() if c.test == test), None)
+
+
 def of_check(check):
     '''The Kernel a ReFrame check class runs, or None.'''
-    return next((k for k in KERNELS.values() if k.check == check), None)
+    return next((k for k in KERNELS.values()
+                 if k.check == check or (k.capacity and k.capacity.check == check)), None)
 

@@ -7,6 +7,27 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class Capacity:
+    '''A kernel's capacity mode: the same program run unpaced, measuring what a node can do
+    rather than whether it meets the site's rate. No reference judges it: each node is
+    compared with its peers (judging.fleet), so it is a check of its own.'''
+    #: The config key of the document that marks such a run (mem-test --max: `max`).
+    flag: str
+    #: Its check (reframe_checks/) and the node pack's name of it (jobs/lib/node-pack.sh).
+    check: str
+    test: str
+    #: The metrics compared with the peers.
+    metrics: tuple
+    #: The kernel's metrics such a run does not measure (mem-test --max: average_late).
+    not_measured: tuple
+    #: The partition extras key with its options (added to the flag), their default and
+    #: what they mean (cobalt_bench.reframe.settings).
+    options_setting: str
+    options_default: str
+    options_doc: str
+
+
+@dataclass(frozen=True)
 class Kernel:
     #: The program, and the `test` of the JSON documents it writes (the kernel contract).
     name: str
@@ -36,3 +57,5 @@ class Kernel:
     plots: tuple = ()
     #: doc -> [line]: what a failure of its result may mean, for the report.
     hints: object = None
+    #: Its capacity mode (Capacity), or None.
+    capacity: object = None

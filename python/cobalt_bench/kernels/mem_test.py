@@ -1,6 +1,6 @@
 '''mem-test: DRAM traffic of a streaming application per NUMA domain (src/mem-test).'''
 
-from .descriptor import Kernel
+from .descriptor import Capacity, Kernel
 
 DOMAIN_NUMBERS = ('desired_speed_gbits', 'measured_speed_gbits', 'average_late_percent')
 
@@ -31,4 +31,12 @@ KERNEL = Kernel(
     options_setting='mem_test_opts',
     options_doc="mem-test options (MemTest); '': mem-test's defaults, the compliance workload",
     number_lists={'domains': DOMAIN_NUMBERS},
-    plots=('mem_test_domains',), hints=hints)
+    plots=('mem_test_domains',), hints=hints,
+    # Unpaced (--max): the node's sustained memory speed, against its peers'.
+    capacity=Capacity(
+        flag='max', check='MemCapacity', test='mem-capacity', metrics=('measured_speed',),
+        not_measured=('average_late',),
+        options_setting='mem_capacity_opts', options_default='--duration 5',
+        options_doc="mem-test options of MemCapacity, after --max (the node's sustained "
+                    "memory speed, compared with its peers); default: the compliance "
+                    "workload's buffers for 5 s"))

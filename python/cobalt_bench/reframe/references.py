@@ -26,6 +26,7 @@ import reframe.core.runtime as rt
 from reframe.core.builtins import run_after
 from reframe.core.exceptions import ConfigError, PerformanceError
 
+from .. import kernels
 from .. import site as site_mod
 from ..errors import CannotRun
 from ..site.bounds import meets
@@ -162,5 +163,10 @@ class SiteReferences(compat.PLUGIN_BASE):
                  'no references.yaml found: ' + '; '.join(
                      f'{what} {d or "unset"}' for what, d, _ in where_looked(
                          self.site_dir_of(self.current_partition))))
+        if any(c.__name__ in kernels.CAPACITY for c in type(self).__mro__):
+            # judging.judge.by_peers: the report compares it with the other nodes.
+            self.logger.info(f'{self.display_name} on {part}: no reference ({where}): '
+                             'recorded, judged against its peers by cobalt-bench report')
+            return
         self.logger.warning(f'{self.display_name} on {part}: unjudged: no reference for '
                             f'{part} ({where}); its figures are recorded')

@@ -94,6 +94,8 @@ _SETTINGS = [
     # one per kernel's descriptor (cobalt_bench.kernels).
     *(Setting(k.options_setting, str, k.options_default, k.options_doc)
       for k in kernels.KERNELS.values()),
+    *(Setting(c.options_setting, str, c.options_default, c.options_doc)
+      for c in kernels.CAPACITY.values()),
     Setting('eth_test_send_opts', str, '',
             "eth-test-send options (EthTest); '': the compliance load (12 streams, 9 Gbit/s)"),
     Setting('eth_test_interfaces', _STR_LIST, ['lo'],

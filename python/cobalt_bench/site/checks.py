@@ -5,7 +5,7 @@ import ast
 import os
 from dataclasses import dataclass
 
-from .. import paths
+from .. import kernels, paths
 
 
 @dataclass(frozen=True)
@@ -60,10 +60,13 @@ def known_checks(directory=None):
 
 
 def check_of_kernel(kernel, checks=None):
-    '''The check class that runs `kernel` ('mem-test' -> 'MemTest'); eth-test's documents
-    come from eth-test-receive. None when no check runs it.'''
+    '''The check class that runs `kernel` ('mem-test' -> 'MemTest', never its capacity
+    check MemCapacity: kernels.check_of_document tells those documents apart); eth-test's
+    documents come from eth-test-receive. None when no check runs it.'''
     checks = known_checks() if checks is None else checks
     for info in (checks or {}).values():
+        if info.name in kernels.CAPACITY:
+            continue    # its kernel's capacity mode (MemCapacity), not the kernel's check
         if info.kernel and (info.kernel == kernel or info.kernel == f'{kernel}-receive'):
             return info.name
     return None

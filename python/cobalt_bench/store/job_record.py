@@ -9,6 +9,7 @@ import os
 import re
 from dataclasses import replace
 
+from .. import kernels
 from ..tools import slurm
 from . import confine, documents
 from .exit_status import ExitStatus
@@ -73,14 +74,21 @@ def kernel_of(doc_path):
     return re.sub(r'-\d+$', '', name)
 
 
+def check_of_name(kernel):
+    '''The check a job's name of what it ran is: a node pack's capacity run (mem-capacity)
+    is its capacity check (MemCapacity), a kernel is itself.'''
+    capacity = kernels.capacity_of_test(kernel)
+    return capacity.check if capacity else kernel
+
+
 def lost_case(doc_path, kernel, node, status):
     '''The case of a job whose kernel ended with ExitStatus `status` and left no document at
     `doc_path`: killed or crashed (FAIL, named), interrupted (ABORT: stopped by someone),
     not run (2, 3: SKIP), or ran and wrote nothing (FAIL: a lost result is never a
     pass).'''
     jobid = jobid_of(doc_path)
-    case = Case(check=kernel, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,
-                nodes=[node] if node else [], node=node, exit_status=status,
+    case = Case(check=check_of_name(kernel), partition=f'job {jobid}' if jobid else 'job',
+                jobid=jobid, nodes=[node] if node else [], node=node, exit_status=status,
                 result=Result.FAIL, fail_phase='run', dirs=[os.path.dirname(doc_path)])
     if status.failed:
         case.fail_reason = status.reason(kernel)
@@ -144,7 +152,7 @@ def unfinished_jobs(run, marks, documented):
         mark = read_mark(path)
         name = os.path.basename(path)[:-len(STARTED)]
         jobid = mark.get('job', '')
-        check = mark.get('kernel') or kernel_of(path)
+        check = check_of_name(mark.get('kernel') or kernel_of(path))
         when = f' at {mark["started"]}' if 'started' in mark else ''
         run.cases.append(Case(
             check=check, partition=f'job {jobid}' if jobid else 'job', jobid=jobid,

@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import replace
 
+from .. import kernels
 from ..errors import CannotRun
 from . import confine, inventory, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
@@ -265,7 +266,11 @@ def _from_report(run, report, path):
 def _case_from_doc(doc, path):
     passed = (doc.get('compliance') or {}).get('passed')
     jobid = jobid_of(path)
-    case = Case(check=doc.get('test', '?'), partition=f'job {jobid}' if jobid else 'job',
+    # A capacity run (mem-test --max) is its own check, compared with peers, not a run of
+    # the kernel's compliance check at another workload.
+    capacity = kernels.check_of_document(doc)
+    check = capacity if capacity in kernels.CAPACITY else doc.get('test', '?')
+    case = Case(check=check, partition=f'job {jobid}' if jobid else 'job',
                 nodes=[doc.get('host', '')], jobid=jobid,
                 result=(Result.PASS if passed else Result.FAIL if passed is False
                         else Result.UNKNOWN),

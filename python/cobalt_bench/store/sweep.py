@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import replace
 
+from .. import kernels
 from .model import Case
 from .result import Result
 
@@ -88,7 +89,10 @@ def account(run, root):
                                    'without a result is a failure of that node)'))
             continue
         for test in plan:
-            if test not in have.get(node, ()):
-                run.cases.append(_lost(node, test, (
+            # The pack's name of a capacity run (mem-capacity) is its check's (MemCapacity).
+            capacity = kernels.capacity_of_test(test)
+            check = capacity.check if capacity else test
+            if check not in have.get(node, ()):
+                run.cases.append(_lost(node, check, (
                     f'{test} left no result (no document and no record of its end: the '
                     'node lost it, or its pack was killed)')))

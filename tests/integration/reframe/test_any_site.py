@@ -61,7 +61,11 @@ def test_design_card_commands_on_a_cluster_node_with_no_configuration(slurm_clus
                          out, re.M), f'{check} did not run and pass:\n{out}'
         assert re.search(rf'WARNING: {check} on generic:default: unjudged: no reference for '
                          'generic:default', out), f'{check} is not named unjudged:\n{out}'
-    assert re.search(r'\[  PASSED  \] Ran 3/3 test case\(s\) .*0 failure\(s\).* 0 skipped',
+    # MemCapacity too: no reference, and none needed (its peers judge it in the report).
+    assert re.search(r'^\[ +OK \] \(\d+/\d+\) MemCapacity /\w+ @generic:default\+builtin',
+                     out, re.M), out
+    assert 'MemCapacity on generic:default: unjudged' not in out, out
+    assert re.search(r'\[  PASSED  \] Ran 4/4 test case\(s\) .*0 failure\(s\).* 0 skipped',
                      out), out
     assert (work / 'output' / 'generic' / 'default' / 'builtin' / 'MemTest' /
             'mem-test.json').is_file()
@@ -74,6 +78,7 @@ MPI = {'OsuPt2Pt', 'OsuCollective', 'CbLinkTest'}
 EXPECTED = {
     'Preflight': {'login', 'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'MemTest': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
+    'MemCapacity': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'EthTest': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'GpuCopy': {'gpu'},
     'IbWriteBw': {'ib'},
