@@ -171,10 +171,28 @@ cb_judge() {
         ${SLURMD_NODENAME:+--node "$SLURMD_NODENAME"} \
         --command "$command" "$json"
     judged=$?
+    # A job's own result for the site's monitoring; a node sweep's pack leaves it to the
+    # sweep's report (one file for all nodes).
+    [ -n "${CB_NODE_PACK:-}" ] || cb_export "$json" \
+        "cobalt_bench_$(basename "${json%-*}")_${SLURMD_NODENAME:-$(hostname -s)}.prom"
     say "verdict of $json${COBALT_BENCH_SITE:+ by site $COBALT_BENCH_SITE}: exit code $judged" \
         "(0 met the site's references, 1 did not or the kernel was killed or crashed, 2" \
         "usage, 3 cannot run); the kernel's own (built-in threshold): exit code $status"
     return "$judged"
+}
+
+# The judgement of RESULT (a document, a sweep's directory) where the site's monitoring
+# reads it (docs/prometheus.md): when $COBALT_BENCH_PROMETHEUS_DIR names node_exporter's
+# textfile directory (the site's module or the submitting shell sets it), written there
+# as NAME, whole. Nothing happens without it; a failed export is said, and changes no
+# exit status (the verdict is the job's).
+#   cb_export RESULT NAME.prom
+cb_export() {
+    [ -n "${COBALT_BENCH_PROMETHEUS_DIR:-}" ] || return 0
+    cobalt-bench export prometheus "$1" --textfile-dir "$COBALT_BENCH_PROMETHEUS_DIR" \
+        --file-name "$2" ${COBALT_BENCH_SITE:+--site "$COBALT_BENCH_SITE"} ||
+        say "could not export $1 to $COBALT_BENCH_PROMETHEUS_DIR (exit code $?)"
+    return 0
 }
 
 # Makes `python3 -m MODULE` work for MODULE of this tree's Python package cobalt_bench

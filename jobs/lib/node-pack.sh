@@ -21,6 +21,8 @@ jobid=${SLURM_JOB_ID:-$$}
 # One task per node: its start mark names this node, not the whole allocation.
 # shellcheck disable=SC2034  # read by cb_job_started
 SLURM_JOB_NODELIST=$node
+# The sweep's report exports all nodes at once (cb_export), not each node's documents.
+export CB_NODE_PACK=1
 worst=0
 worse() { if [ "$1" -gt "$worst" ]; then worst=$1; fi; }
 

@@ -25,14 +25,16 @@ def umask():
 
 
 @contextlib.contextmanager
-def atomic_file(path, mode='wb', prefix='.tmp-', sync=False):
+def atomic_file(path, mode='wb', prefix='.tmp-', sync=False, suffix=None):
     '''A file object for a temporary file beside `path` (same directory, so the rename
     stays on one file system); when the block ends normally the file (mode 0666 less the
     umask, as open() would create it) replaces `path`, on any exception it is removed and the exception goes on. `sync`: flushed to
-    disk before the rename (result documents that must survive a crash).'''
+    disk before the rename (result documents that must survive a crash). `suffix`: the
+    temporary name's end (default '-' and the name: a reader that globs for the name's
+    extension, node_exporter's *.prom, must be given another).'''
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=prefix,
-                               suffix='-' + os.path.basename(path))
+                               suffix='-' + os.path.basename(path) if suffix is None else suffix)
     try:
         with os.fdopen(fd, mode) as fp:
             yield fp

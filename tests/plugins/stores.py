@@ -92,3 +92,44 @@ def reframe_run(results, run_id, nodes, site="local-slurm", system="local-slurm"
 def stamp(day, hour=0):
     """A run id as scripts/run-suite names them: YYYYmmddTHHMMSS-<pid>."""
     return f"202611{day:02d}T{hour:02d}0000-{100 + day}"
+
+
+# ---- a node sweep's directory of capacity documents (store.sweep) ----------------------
+
+def unpaced_mem_test_doc(where, mem_test):
+    """A real document of an unpaced mem-test run (`mem-test --max`, one station, 0.3 s),
+    run now in WHERE with the binary MEM_TEST."""
+    import subprocess
+    out = where / "mem-test-max.json"
+    proc = subprocess.run([mem_test, "--max", "--stations", "1", "--duration", "0.3",
+                           "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr      # 1: below its built-in threshold
+    doc = json.loads(out.read_text())
+    assert doc["config"]["max"] is True
+    return doc
+
+
+def node_doc(doc, host, factor=1.0):
+    """DOC as the document of HOST, its speeds times FACTOR (a planted slow node)."""
+    doc = copy.deepcopy(doc)
+    doc["host"] = host
+    for name, m in doc["metrics"].items():
+        if "speed" in name or name == "percent_of_desired":
+            m["value"] *= factor
+    return doc
+
+
+def capacity_sweep(where, doc, factors, plan=("mem-capacity",), lose=(), jobid=7):
+    """A node sweep's directory (store.sweep) at WHERE/node-sweep-JOBID: the allocation,
+    each node's plan and its capacity document, speeds times FACTORS[node] (none for the
+    nodes in LOSE)."""
+    root = where / f"node-sweep-{jobid}"
+    root.mkdir()
+    (root / "allocation").write_text("".join(f"{n}\n" for n in factors))
+    for node, factor in factors.items():
+        (root / node).mkdir()
+        (root / node / "plan").write_text("".join(f"{t}\n" for t in plan))
+        if node not in lose:
+            (root / node / f"mem-capacity-{jobid}.json").write_text(
+                json.dumps(node_doc(doc, node, factor)))
+    return root

@@ -23,7 +23,7 @@ def _interrupted_while_starting(signum, frame):
 _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 from .. import __version__  # noqa: E402
-from . import inventory, linktest_report, nodes, references  # noqa: E402
+from . import export, inventory, linktest_report, nodes, references  # noqa: E402
 from .argtypes import formats, nonempty_path, percent, positive, run_spec  # noqa: E402
 from .status import exit_status  # noqa: E402
 
@@ -212,6 +212,16 @@ def build_parser():
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     references.add_arguments(der, nonempty_path, run_spec, percent)
 
+    exp = sub.add_parser('export', help='write a run\'s judgement where the site\'s '
+                                         'monitoring reads it (Prometheus)',
+                         description='Write a run\'s judgement for the site\'s monitoring.')
+    exp_sub = exp.add_subparsers(dest='export_command', metavar='FORMAT',
+                                 parser_class=_Parser, required=True)
+    prom = exp_sub.add_parser('prometheus', help='a node_exporter textfile (*.prom)',
+                              description=export.DESCRIPTION, epilog=export.EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_arguments(prom, nonempty_path, run_spec)
+
     lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
                                                 'results file (text, heat map, histogram)',
                         description=linktest_report.DESCRIPTION + ' Also installed as '
@@ -256,6 +266,9 @@ def main(argv=None):
             return references.derive_command(args.runs, args.site, args.tolerance,
                                              args.metric, args.allow_bad_nodes, args.write,
                                              args.output, args.results)
+        if args.command == 'export':
+            return export.prometheus_command(args.run, args.textfile_dir, args.file_name,
+                                             args.site, args.results)
         if args.command == 'report':
             from . import report
             if args.compare:

@@ -386,7 +386,7 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
                 f'{dist.direction})', dist.metric, v.value, dist.unit, dist.median,
                 v.deviation, v.percent))
     fleet.bad_nodes = [BadNode(n, causes, findings.get(n, ()), differences.get(n, ()))
-                       for n, causes in sorted(bad.items(), key=lambda nc: _host_key(nc[0]))]
+                       for n, causes in sorted(bad.items(), key=lambda nc: host_key(nc[0]))]
     return fleet
 
 
@@ -400,7 +400,7 @@ def peer_outliers(values, unit, direction=Direction.EITHER,
     return judge_distribution(dist, threshold).outliers
 
 
-def _host_key(name):
+def host_key(name):
     m = re.fullmatch(r'(.*?)(\d+)(\D*)', name)
     return (m.group(1), m.group(3), int(m.group(2)), name) if m else (name, '', -1, name)
 

@@ -264,11 +264,12 @@ def _preflight_items(compliance, preflight_docs):
         items.append(Item(MISSING, 'preflight', 'no preflight results: the required settings '
                           f'({", ".join(patterns)}) were not checked', True))
         return items
+    findings = [(doc, pf.findings_of(doc)) for _, doc in preflight_docs]    # read once
     for pattern in patterns:
         seen = False
-        for label, doc in preflight_docs:
+        for doc, found in findings:
             host = doc.get('host', '?')
-            for f in pf.findings_of(doc):
+            for f in found:
                 if not fnmatch.fnmatchcase(f.setting, pattern):
                     continue
                 seen = True
@@ -286,8 +287,8 @@ def _preflight_items(compliance, preflight_docs):
             items.append(Item(MISSING, f'preflight {pattern}', 'no such setting was checked '
                               '(no finding matches it)', True))
     # The other settings that fail (the document's recommendations): named, not counted.
-    for label, doc in preflight_docs:
-        for f in pf.findings_of(doc):
+    for doc, found in findings:
+        for f in found:
             if f.status == pf.FAIL and not any(fnmatch.fnmatchcase(f.setting, p)
                                                for p in patterns):
                 host = doc.get('host')
@@ -307,6 +308,8 @@ def _judge_case(run, case, site, partition):
         return jd.unjudged(case, f'which partition of site {site.name} '
                                  f'({", ".join(site.partitions)}) ran it is unknown: '
                                  'name it (--partition)'), None
+    # Its peers are the nodes judged on the same partition (store.history.peer_partition).
+    case = case if case.judged_partition else replace(case, judged_partition=where)
     return jd.judge_doc_case(case, site, where)
 
 
@@ -330,22 +333,27 @@ def _unjudged(run, noise=None):
 
 
 def _by_peers(item, case, fleet):
-    '''The item of a capacity case (judge.by_peers) as its peers judged it: FAILED (never
-    required: a node that stands out is a bad node, not a failed compliance check) where
-    the fleet names its node for this check, PASSED where the node was compared with
-    enough peers and does not stand out, a NOTE saying why where it could not be compared.'''
+    '''(item, case) of a capacity case (judge.by_peers) as its peers judged it: FAILED
+    (never required: a node that stands out is a bad node, not a failed compliance check;
+    the case FAIL in phase 'peers') where the fleet names its node for this check, PASSED
+    where the node was compared with enough peers and does not stand out, a NOTE saying
+    why (the case left RECORDED) where it could not be compared.'''
     node, check = fl.node_of(case), fl.check_name(case)
     causes = [c for b in fleet.bad_nodes if b.node == node for c in b.causes
               if c.check == check]
     if causes:
-        return replace(item, status=FAILED, why='; '.join(c.why for c in causes))
+        why = '; '.join(c.why for c in causes)
+        return (replace(item, status=FAILED, why=why),
+                replace(case, result=Result.FAIL, fail_phase='peers', fail_reason=why))
     dists = [d for d in fleet.distributions
              if d.check == check and any(v.node == node for v in d.values)]
     if dists and all(d.judged for d in dists):
-        return replace(item, status=PASSED, why='within its peers (' + ', '.join(
-            f'{d.metric}: median {d.median:g} {d.unit}'.rstrip() for d in dists) + ')')
+        why = 'within its peers (' + ', '.join(
+            f'{d.metric}: median {d.median:g} {d.unit}'.rstrip() for d in dists) + ')'
+        return (replace(item, status=PASSED, why=why),
+                replace(case, result=Result.PASS, fail_phase='', fail_reason=''))
     note = dists[0].note if dists else 'no peer ran it'
-    return replace(item, why=f'{jd.PEERS_JUDGE}; not compared: {note}')
+    return replace(item, why=f'{jd.PEERS_JUDGE}; not compared: {note}'), case
 
 
 def _state(comp, items):
@@ -383,7 +391,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
             v.items.append(Item(MISSING, 'results', f'cannot be read: {d}', True))
 
     seen = set()
-    peers = []      # (item index, case) of the capacity cases: judged by the fleet below
+    peers = []      # (item, case index) of the capacity cases: judged by the fleet below
     for case in run.cases:
         case, j = _judge_case(run, case, site, partition)
         v.cases.append(case)
@@ -401,7 +409,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         # of a sweep that wrote nothing): counted as required, whatever the check.
         lost = run.kind == KIND_JOBS and case.result is Result.FAIL and not case.docs
         if case.result is Result.RECORDED:
-            peers.append((len(v.items), case))
+            peers.append((len(v.items), len(v.cases) - 1))
         v.items.append(Item(status, _case_label(case), why, req is not None or lost,
                             unjudged=case.result is Result.UNJUDGED))
 
@@ -414,8 +422,8 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
     v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,
                          inventories=run.inventories, noise=noise)
-    for i, case in peers:
-        v.items[i] = _by_peers(v.items[i], case, v.fleet)
+    for i, k in peers:
+        v.items[i], v.cases[k] = _by_peers(v.items[i], v.cases[k], v.fleet)
     v.state = _state(comp, v.items)
     return v
 

@@ -73,7 +73,7 @@ def flaky_in(history):
         return []
     flaky = [Flaky(n.node, n.failed_runs, len(n.runs)) for n in history.nodes.values()
              if n.flaky]
-    return sorted(flaky, key=lambda f: fl._host_key(f.node))
+    return sorted(flaky, key=lambda f: fl.host_key(f.node))
 
 
 def flaky_nodes(run, last=hist.LAST_RUNS, fails=hist.FLAKY_FAILS):
@@ -246,7 +246,7 @@ def _plot(dist, n):
     bad = [v for v in dist.values if v.flagged or v.failed]
     good = [v for v in dist.values if not (v.flagged or v.failed)]
     if len(dist.values) <= STRIP_MAX:
-        order = sorted(dist.values, key=lambda v: fl._host_key(v.node))
+        order = sorted(dist.values, key=lambda v: fl.host_key(v.node))
         x = {id(v): i for i, v in enumerate(order)}
         ax.scatter([x[id(v)] for v in good], [v.value for v in good], s=14, color='#1f77b4',
                    label='node')

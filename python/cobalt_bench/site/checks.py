@@ -16,9 +16,17 @@ class CheckInfo:
 
 
 def checks_dir():
-    data = paths.data_dir()
-    path = os.path.join(data, 'reframe_checks') if data else None
-    return path if path and os.path.isdir(path) else None
+    '''The tree's reframe_checks/, or None; found once per $COBALT_BENCH_ROOT (the report
+    asks for every case it judges).'''
+    key = os.environ.get('COBALT_BENCH_ROOT')
+    if key not in _CHECKS_DIR:
+        data = paths.data_dir()
+        path = os.path.join(data, 'reframe_checks') if data else None
+        _CHECKS_DIR[key] = path if path and os.path.isdir(path) else None
+    return _CHECKS_DIR[key]
+
+
+_CHECKS_DIR = {}
 
 
 _CHECKS_CACHE = {}

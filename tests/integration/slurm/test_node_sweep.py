@@ -244,6 +244,7 @@ def test_a_node_lost_in_the_sweep_is_named(tmp_path, fleet, new_site):
 # ---- issue 36: each node against its peers, by what it is ------------------------------
 
 DOCUMENTED = '--stations 1 --desired-rate 8 --duration 5'   # jobs/node-sweep.slurm's header
+DOCUMENTED_CAPACITY = '--stations 1 --duration 3'            # and its MEM_CAPACITY_OPTS
 HALF = 'n3'
 
 
@@ -272,8 +273,9 @@ def documented_sweep(tmp_path, fleet):
     '''The sweep as jobs/node-sweep.slurm's header documents it for the local cluster.'''
     site = os.path.join(ROOT, 'site-configs', 'local-slurm')
     tmp_path.mkdir(exist_ok=True)
-    env = clean_env(fleet.env, drop=('MEM_TEST_', 'NODE_SWEEP_', *JOB_STATE),
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'NODE_SWEEP_', *JOB_STATE),
                     COBALT_BENCH_SITE='local-slurm', MEM_TEST_OPTS=DOCUMENTED,
+                    MEM_CAPACITY_OPTS=DOCUMENTED_CAPACITY,
                     COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(SWEEP, tmp_path, env, '-N', str(NODES), '-p', 'x86')
     finished_job(jobid, env, timeout=300)
@@ -346,13 +348,14 @@ def test_the_documented_sweep_is_clean_and_a_node_with_half_its_cpus_is_named(
 
 
 def distributed_reframe_preflight(tmp_path, fleet, site):
-    '''Preflight (which records each node's inventory) and MemTest on every x86 node
+    '''Preflight (which records each node's inventory), MemTest and MemCapacity on every x86 node
     through ReFrame's --distribute, judged by `site`: the verdict.json of its report.'''
     env = clean_env(fleet.env, drop=JOB_STATE, COBALT_BENCH_RESULTS=str(tmp_path / 'rfm'),
                     COBALT_BENCH_RUN_ID='half')
     run = subprocess.run(
         [*REFRAME, '-C', os.path.join(site, 'config.py'), '-c',
-         os.path.join(ROOT, 'reframe_checks'), '-n', '^MemTest', '-n', '^Preflight',
+         os.path.join(ROOT, 'reframe_checks'), '-n', '^MemTest', '-n', '^MemCapacity',
+         '-n', '^Preflight',
          '--system', 'local-slurm:x86', '--distribute=all', '-r', '--nocolor',
          '-S', f'MemTest.kernel_opts={DOCUMENTED}'],
         cwd=tmp_path, env=env, text=True, capture_output=True, timeout=900)

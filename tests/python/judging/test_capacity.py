@@ -3,10 +3,7 @@ that no reference judges and each node's peers do (judging.judge.by_peers,
 judging.verdict._by_peers). The documents are real ones of bin/mem-test --max, one per
 node, with a planted speed where a node is to be slow.'''
 
-import copy
-import json
 import os
-import subprocess
 
 import pytest
 
@@ -19,6 +16,7 @@ from cobalt_bench.store import reader
 from cobalt_bench.store.result import Result
 from plugins.checkout import ROOT
 from plugins.kernels import kernel
+from plugins.stores import capacity_sweep, node_doc, unpaced_mem_test_doc
 
 PARTITION = 'local-slurm:x86'
 
@@ -26,38 +24,11 @@ PARTITION = 'local-slurm:x86'
 @pytest.fixture(scope='module')
 def max_doc(tmp_path_factory):
     '''A real document of an unpaced mem-test run.'''
-    out = tmp_path_factory.mktemp('mem-test') / 'mem-test.json'
-    proc = subprocess.run([kernel('mem-test'), '--max', '--stations', '1', '--duration', '0.3',
-                           '--json', str(out)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode in (0, 1), proc.stderr      # 1: below its built-in threshold
-    doc = json.loads(out.read_text())
-    assert doc['config']['max'] is True
-    return doc
+    return unpaced_mem_test_doc(tmp_path_factory.mktemp('mem-test'), kernel('mem-test'))
 
 
-def node_doc(doc, host, factor=1.0):
-    '''`doc` as the document of `host`, its speeds times `factor` (a planted slow node).'''
-    doc = copy.deepcopy(doc)
-    doc['host'] = host
-    for name, m in doc['metrics'].items():
-        if 'speed' in name or name == 'percent_of_desired':
-            m['value'] *= factor
-    return doc
-
-
-def sweep(tmp_path, doc, factors, plan=('mem-capacity',), lose=()):
-    '''A node sweep's directory (store.sweep): the allocation, each node's plan and its
-    capacity document (none for the nodes in `lose`).'''
-    root = tmp_path / 'node-sweep-7'
-    root.mkdir()
-    (root / 'allocation').write_text(''.join(f'{n}\n' for n in factors))
-    for node, factor in factors.items():
-        (root / node).mkdir()
-        (root / node / 'plan').write_text(''.join(f'{t}\n' for t in plan))
-        if node not in lose:
-            (root / node / 'mem-capacity-7.json').write_text(
-                json.dumps(node_doc(doc, node, factor)))
-    return root
+def sweep(tmp_path, doc, factors, **kw):
+    return capacity_sweep(tmp_path, doc, factors, **kw)
 
 
 def decide(root):
@@ -91,10 +62,12 @@ def test_the_slow_node_of_a_sweep_stands_out_and_its_peers_pass_by_comparison(tm
         assert by_node[node].status is vd.PASSED, by_node[node]
         assert 'within its peers' in by_node[node].why
     assert [b.node for b in v.fleet.bad_nodes] == ['n5']
-    # Nothing judged it by a reference, and no capacity case is unjudged or a plain pass.
-    cases = [c for c in v.cases if c.check == 'MemCapacity']
-    assert {c.result for c in cases} == {Result.RECORDED}
+    # Judged by its peers, not a reference: the slow node's case fails in phase 'peers'.
+    cases = {c.nodes[0]: c for c in v.cases if c.check == 'MemCapacity'}
+    assert cases['n5'].result is Result.FAIL and cases['n5'].fail_phase == 'peers'
+    assert {cases[n].result for n in set(factors) - {'n5'}} == {Result.PASS}
     assert not v.any_unjudged
+    assert v.state is vd.DEMONSTRATION       # an outlier alone does not change the state
 
 
 def test_with_fewer_than_three_nodes_nothing_is_compared_and_nothing_passes(tmp_path,
@@ -104,6 +77,7 @@ def test_with_fewer_than_three_nodes_nothing_is_compared_and_nothing_passes(tmp_
     assert {i.status for i in by_node.values()} == {vd.NOTE}
     assert all('not compared' in i.why and 'needs 3' in i.why for i in by_node.values())
     assert not v.fleet.bad_nodes
+    assert {c.result for c in v.cases} == {Result.RECORDED}    # measured, never a pass
 
 
 def test_a_capacity_run_the_node_lost_is_a_failure_of_that_node(tmp_path, max_doc):
