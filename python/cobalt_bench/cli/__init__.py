@@ -23,7 +23,8 @@ def _interrupted_while_starting(signum, frame):
 _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 from .. import __version__  # noqa: E402
-from . import export, inventory, linktest_report, nodes, references  # noqa: E402
+from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa: E402
+               references)
 from .argtypes import formats, nonempty_path, percent, positive, run_spec  # noqa: E402
 from .status import exit_status  # noqa: E402
 
@@ -199,6 +200,9 @@ def build_parser():
                          description=nodes.DESCRIPTION, epilog=nodes.EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     nodes.add_arguments(nod, nonempty_path, run_spec, positive)
+    nod_sub = nod.add_subparsers(dest='nodes_action', metavar='ACTION', parser_class=_Parser)
+    drain.add_arguments(nod_sub, argparse.RawDescriptionHelpFormatter, nonempty_path,
+                        run_spec)
 
     ref = sub.add_parser('references', help='derive references.yaml entries from '
                                              'known-good runs',
@@ -211,6 +215,12 @@ def build_parser():
                              description=references.DESCRIPTION, epilog=references.EPILOG,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     references.add_arguments(der, nonempty_path, run_spec, percent)
+
+    hlt = sub.add_parser('health', help='check this node in a few seconds (Slurm\'s '
+                                        'HealthCheckProgram, a prolog, an epilog)',
+                         description=health.DESCRIPTION, epilog=health.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    health.add_arguments(hlt, nonempty_path, run_spec)
 
     exp = sub.add_parser('export', help='write a run\'s judgement where the site\'s '
                                          'monitoring reads it (Prometheus)',
@@ -259,6 +269,12 @@ def main(argv=None):
         if args.command == 'runs':
             from . import runs
             return runs.command(args.results, args.site)
+        if args.command == 'nodes' and args.nodes_action == 'drain':
+            return drain.drain_command(args.run, args.apply, args.action_site or args.site,
+                                       args.action_results or args.results)
+        if args.command == 'nodes' and args.nodes_action == 'resume':
+            return drain.resume_command(args.nodes, args.apply, args.action_site or args.site,
+                                        args.action_results or args.results)
         if args.command == 'nodes':
             return nodes.command(args.results, args.site, args.last, args.fails, args.node,
                                  args.flaky)
@@ -266,6 +282,9 @@ def main(argv=None):
             return references.derive_command(args.runs, args.site, args.tolerance,
                                              args.metric, args.allow_bad_nodes, args.write,
                                              args.output, args.results)
+        if args.command == 'health':
+            return health.command(args.site, args.node, args.against, args.root,
+                                  not args.no_memory, args.drain, args.results, args.quiet)
         if args.command == 'export':
             return export.prometheus_command(args.run, args.textfile_dir, args.file_name,
                                              args.site, args.results)

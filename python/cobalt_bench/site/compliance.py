@@ -1,8 +1,9 @@
 '''A site's compliance.yaml: what compliance requires (the checks, their workload, the
 preflight settings), or that the site is a demonstration. A missing file makes the site a
-demonstration. `fleet: {outlier_threshold: T}`: how many robust sigmas a node may lie from
-its peers' median before it is flagged (judging.fleet, docs/fleet.md); default
-DEFAULT_OUTLIER_THRESHOLD.'''
+demonstration. `fleet: {outlier_threshold: T, resume_after: K}`: how many robust sigmas a
+node may lie from its peers' median before it is flagged (judging.fleet, docs/fleet.md;
+default DEFAULT_OUTLIER_THRESHOLD), and how many clean re-tests a node cobalt-bench drained
+needs before it is resumed (judging.drain; default DEFAULT_RESUME_AFTER).'''
 
 import math
 import os
@@ -15,6 +16,9 @@ COMPLIANCE = 'compliance.yaml'
 #: A node further than this many robust sigmas from its peers' median, in the metric's bad
 #: direction, is an outlier (judging.fleet); a site sets its own in compliance.yaml.
 DEFAULT_OUTLIER_THRESHOLD = 4.0
+#: Clean re-tests (`cobalt-bench health` records) a node cobalt-bench drained needs since
+#: its drain before `cobalt-bench nodes resume` resumes it (judging.drain).
+DEFAULT_RESUME_AFTER = 2
 KEYS = ('title', 'demonstration', 'required', 'preflight', 'fleet')
 
 
@@ -34,6 +38,7 @@ class Compliance:
     required: list = field(default_factory=list)        # [Required]
     preflight: list = field(default_factory=list)       # setting patterns ('net.*.mtu')
     outlier_threshold: float = DEFAULT_OUTLIER_THRESHOLD   # fleet: robust sigmas
+    resume_after: int = DEFAULT_RESUME_AFTER                # fleet: clean re-tests
 
     @property
     def is_definition(self):
@@ -92,31 +97,36 @@ def load_compliance(path, references, checks=None):
         raise SiteError(f'{path}: preflight: a list of setting names (patterns such as '
                              f'net.*.mtu), not {pre!r}')
     comp.preflight = pre
-    comp.outlier_threshold = _outlier_threshold(path, raw.get('fleet'))
+    comp.outlier_threshold, comp.resume_after = _fleet(path, raw.get('fleet'))
     if comp.is_definition and not comp.required and not comp.preflight:
         raise SiteError(f'{path}: a compliance definition that requires nothing '
                              '(list the required checks, or say `demonstration: why`)')
     return comp
 
 
-def _outlier_threshold(path, fleet):
-    '''compliance.yaml's `fleet: {outlier_threshold: T}` (T a positive number of robust
-    sigmas); the default without it.'''
+def _fleet(path, fleet):
+    '''(outlier_threshold, resume_after) of compliance.yaml's `fleet: {outlier_threshold:
+    T, resume_after: K}` (T a positive number of robust sigmas, K a whole number of clean
+    re-tests, at least 1); the defaults for what it does not say.'''
     if fleet is None:
-        return DEFAULT_OUTLIER_THRESHOLD
+        return DEFAULT_OUTLIER_THRESHOLD, DEFAULT_RESUME_AFTER
     if not isinstance(fleet, dict):
         raise SiteError(f'{path}: fleet: a mapping (outlier_threshold: a number of robust '
-                        f'sigmas), not {fleet!r}')
-    unknown = set(fleet) - {'outlier_threshold'}
+                        f'sigmas, resume_after: a number of re-tests), not {fleet!r}')
+    unknown = set(fleet) - {'outlier_threshold', 'resume_after'}
     if unknown:
         raise SiteError(f'{path}: fleet: unknown keys {sorted(map(str, unknown))} '
-                        '(outlier_threshold)')
+                        '(outlier_threshold, resume_after)')
     value = fleet.get('outlier_threshold', DEFAULT_OUTLIER_THRESHOLD)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value <= 0:
         raise SiteError(f'{path}: fleet: outlier_threshold: a positive number of robust '
                         f'sigmas (default {DEFAULT_OUTLIER_THRESHOLD:g}), not {value!r}')
-    return float(value)
+    resume = fleet.get('resume_after', DEFAULT_RESUME_AFTER)
+    if isinstance(resume, bool) or not isinstance(resume, int) or resume < 1:
+        raise SiteError(f'{path}: fleet: resume_after: a whole number of clean re-tests, 1 '
+                        f'or more (default {DEFAULT_RESUME_AFTER}), not {resume!r}')
+    return float(value), resume
 
 
 def _leaves(data, depth):

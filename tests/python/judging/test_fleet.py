@@ -230,11 +230,19 @@ def test_threshold_from_compliance_yaml(tmp_path):
     assert _compliance(tmp_path, 'fleet:\n  outlier_threshold: 3\n').outlier_threshold == 3.0
 
 
+def test_resume_after_from_compliance_yaml(tmp_path):
+    assert _compliance(tmp_path, '').resume_after == 2
+    assert _compliance(tmp_path, 'fleet: {resume_after: 5}\n').resume_after == 5
+
+
 @pytest.mark.parametrize('text', ['fleet: {outlier_threshold: four}\n',
                                   'fleet: {outlier_threshold: -1}\n',
                                   'fleet: {outlier_threshold: true}\n',
                                   'fleet: {outlier_threshold: .nan}\n',
                                   'fleet: {outlier: 4}\n',
+                                  'fleet: {resume_after: 0}\n',
+                                  'fleet: {resume_after: 1.5}\n',
+                                  'fleet: {resume_after: true}\n',
                                   'fleet: 4\n'])
 def test_bad_threshold_is_an_error_naming_file_and_key(tmp_path, text):
     with pytest.raises(site_mod.SiteError) as err:
