@@ -25,7 +25,8 @@ _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
 from .. import __version__  # noqa: E402
 from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa: E402
                references)
-from .argtypes import formats, nonempty_path, percent, positive, run_spec  # noqa: E402
+from .argtypes import (add_results_option, formats, nonempty_path, percent,  # noqa: E402
+                       positive, run_spec)
 from .status import exit_status  # noqa: E402
 
 signal.signal(signal.SIGINT, _SIGINT)
@@ -111,9 +112,7 @@ def build_parser():
     rep.add_argument('--preflight', metavar='FILE', type=nonempty_path,
                      help='a preflight JSON document (cobalt-bench preflight --json) to use '
                           'besides those of the run\'s Preflight checks')
-    rep.add_argument('--results', metavar='DIR', type=nonempty_path,
-                     help='the results store (default: $COBALT_BENCH_RESULTS, else the '
-                          'checkout\'s results/, else ./results)')
+    add_results_option(rep)
     rep.add_argument('--site', metavar='SITE', type=nonempty_path,
                      help='judge by this site (a name under site-configs/, or a site '
                           'directory); default: the run\'s own site, for job documents '

@@ -56,3 +56,10 @@ def run_spec(text):
     if not text.strip():
         raise argparse.ArgumentTypeError('empty name')
     return text
+
+
+def add_results_option(parser, **kw):
+    '''The --results DIR option of a command that reads or writes the results store.'''
+    parser.add_argument('--results', metavar='DIR', type=nonempty_path, **kw,
+                        help='the results store (default: $COBALT_BENCH_RESULTS, else the '
+                             'checkout\'s results/, else ./results)')

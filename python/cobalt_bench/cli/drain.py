@@ -11,6 +11,7 @@ from ..judging import fleet as fl
 from ..report.model import build
 from ..store import node_actions, reader, runs
 from ..tools import slurm_nodes
+from .argtypes import add_results_option
 from .terminal import say
 
 DRAIN_EPILOG = '''\
@@ -64,9 +65,7 @@ def add_arguments(sub, parser_class, nonempty_path, run_spec):
         p.add_argument('--apply', action='store_true', help='act (default: a dry run)')
         p.add_argument('--site', metavar='SITE', type=nonempty_path, dest='action_site',
                        help='judge by (drain) or read resume_after from (resume) this site')
-        p.add_argument('--results', metavar='DIR', type=nonempty_path, dest='action_results',
-                       help='the results store (default: $COBALT_BENCH_RESULTS, else the '
-                            'checkout\'s results/, else ./results)')
+        add_results_option(p, dest='action_results')
 
 
 def _cause(bad):

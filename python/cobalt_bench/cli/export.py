@@ -8,6 +8,7 @@ from ..fileio import atomic_file
 from ..report.model import build
 from ..report.prometheus import render_prometheus
 from ..store import reader, runs
+from .argtypes import add_results_option
 from .terminal import say
 
 DESCRIPTION = ('Write the judgement of a run (its verdict, bad nodes, each case\'s result '
@@ -40,9 +41,7 @@ def add_arguments(parser, nonempty_path, run_spec):
                         help=f'the file written there (default: {FILE_NAME})')
     parser.add_argument('--site', metavar='SITE', type=nonempty_path,
                         help='judge by this site (default: as cobalt-bench report does)')
-    parser.add_argument('--results', metavar='DIR', type=nonempty_path,
-                        help='the results store (default: $COBALT_BENCH_RESULTS, else the '
-                             'checkout\'s results/, else ./results)')
+    add_results_option(parser)
 
 
 def prometheus_command(spec, textfile_dir, file_name, site=None, base=None):

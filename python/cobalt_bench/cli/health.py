@@ -21,6 +21,7 @@ from ..judging import health as hl
 from ..store import documents, node_actions, reader, runs
 from ..store.inventory import parse as parse_inventory
 from ..tools import slurm_nodes
+from .argtypes import add_results_option
 from .terminal import say
 
 DESCRIPTION = ('Check this node in a few seconds: the preflight settings the site '
@@ -70,9 +71,7 @@ def add_arguments(parser, nonempty_path, run_spec):
                         help='leave out the short mem-test')
     parser.add_argument('--drain', action='store_true',
                         help='drain this node (scontrol) when it fails, with a coded reason')
-    parser.add_argument('--results', metavar='DIR', type=nonempty_path,
-                        help='the results store (default: $COBALT_BENCH_RESULTS, else the '
-                             'checkout\'s results/, else ./results)')
+    add_results_option(parser)
     parser.add_argument('-q', '--quiet', action='store_true',
                         help='print only the problems')
 

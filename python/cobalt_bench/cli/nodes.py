@@ -8,6 +8,7 @@ import textwrap
 from ..errors import CannotRun, UsageError
 from ..store import history as hist
 from ..store import listing
+from .argtypes import add_results_option
 from .terminal import say, shown
 
 DESCRIPTION = textwrap.fill(
@@ -48,9 +49,7 @@ def add_arguments(parser, nonempty_path, run_spec, positive):
                         help='only this node')
     parser.add_argument('--flaky', action='store_true',
                         help='list only the flaky nodes')
-    parser.add_argument('--results', metavar='DIR', type=nonempty_path,
-                        help='the results store (default: $COBALT_BENCH_RESULTS, else the '
-                             'checkout\'s results/, else ./results)')
+    add_results_option(parser)
 
 
 def _metrics(entry):
