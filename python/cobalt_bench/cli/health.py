@@ -38,8 +38,8 @@ inventories of the newest node sweep of the results store that has this node
 is compared (said). --root DIR reads a recorded root (cobalt-bench preflight --record)
 instead of this machine, as preflight and inventory do.
 
-Each check is recorded: results/health/<node>/health-<time>.json, the re-tests that
-`cobalt-bench nodes resume` counts. With --drain, a node that fails is drained through
+Each check is recorded: results/health/<node>/health-<time>-<pid>.json, the re-tests
+that `cobalt-bench nodes resume` counts. With --drain, a node that fails is drained through
 scontrol with the reason cobalt-bench:health:<item>:health-<time>, unless Slurm holds it
 for another reason (someone else's drain, down, reserved, rebooting: judging.drain); the
 action goes to results/node-actions.jsonl. Slurm runs HealthCheckProgram as root, with

@@ -3,7 +3,7 @@
   STORE/node-actions.jsonl          one JSON object a line per drain, resume or decision
                                     not to (`cobalt-bench nodes drain|resume`, `health
                                     --drain`): time, node, act, reason, why, run, applied
-  STORE/health/<node>/health-<stamp>.json   one `cobalt-bench health` of the node: its
+  STORE/health/<node>/health-<stamp>-<pid>.json   one `cobalt-bench health` of the node: its
                                     time, whether it passed, and its problems
 
 A line is appended with one write (O_APPEND, far below PIPE_BUF): two writers never
@@ -76,8 +76,9 @@ def write_health(base, node, record):
     '''Record one health check of `node`; returns the path.'''
     if not _NODE.fullmatch(node):
         raise ValueError(f'{node!r} is no node name')
+    # The time is to the second: the process id tells two checks of one second apart.
     stamp = record['time'].replace('-', '').replace(':', '')
-    path = os.path.join(base, HEALTH, node, f'health-{stamp}.json')
+    path = os.path.join(base, HEALTH, node, f'health-{stamp}-{os.getpid()}.json')
     os.makedirs(os.path.dirname(path), exist_ok=True)
     write_atomic(path, json.dumps(record, indent=2) + '\n')
     return path
