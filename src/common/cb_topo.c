@@ -7,49 +7,60 @@
 #include <sys/mman.h>
 
 /* The NUMA nodes, their PUs and cores, and the last-level cache of a loaded topology
- * into t (which owns topo from here on). */
+ * into t (which owns topo from here on). Only the CPUs this process may run on count: a
+ * job's CPU affinity (taskset, Slurm's task plugins, mpirun's binding) is what it got,
+ * and hwloc's topology narrows itself to a cgroup cpuset but not to that mask. */
 static int topo_fill(cb_topo *t, hwloc_topology_t topo)
 {
     t->hw = topo;
+    hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+    if (!bound || hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) != 0 ||
+        hwloc_bitmap_iszero(bound))
+        hwloc_bitmap_fill(bound);       /* unknown: every CPU of the topology */
+    int rc = 0;
     int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
     if (n <= 0) {
         cb_warn("hwloc found no NUMA node");
-        cb_topo_free(t);
-        return -1;
+        rc = -1;
+    } else if (!(t->nodes = calloc((size_t)n, sizeof *t->nodes))) {
+        rc = -1;
+    } else {
+        t->nnodes = n;
     }
-    t->nodes = calloc((size_t)n, sizeof *t->nodes);
-    if (!t->nodes) {
-        cb_topo_free(t);
-        return -1;
-    }
-    t->nnodes = n;
-    for (int i = 0; i < n; i++) {
+    hwloc_bitmap_t mine = hwloc_bitmap_alloc(), both = hwloc_bitmap_alloc();
+    for (int i = 0; rc == 0 && i < n; i++) {
         hwloc_obj_t node = hwloc_get_obj_by_type(topo, HWLOC_OBJ_NUMANODE, (unsigned)i);
         cb_numa *d = &t->nodes[i];
         d->os_index = (int)node->os_index;
         d->memory = node->attr ? node->attr->numanode.local_memory : 0;
-        int npu = hwloc_get_nbobjs_inside_cpuset_by_type(topo, node->cpuset, HWLOC_OBJ_PU);
-        int ncore = hwloc_get_nbobjs_inside_cpuset_by_type(topo, node->cpuset, HWLOC_OBJ_CORE);
+        hwloc_bitmap_and(mine, node->cpuset, bound);
+        int npu = hwloc_get_nbobjs_inside_cpuset_by_type(topo, mine, HWLOC_OBJ_PU);
+        int ncore = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
         d->pus = calloc((size_t)(npu > 0 ? npu : 1), sizeof(int));
         d->core_pu = calloc((size_t)(ncore > 0 ? ncore : 1), sizeof(int));
         if (!d->pus || !d->core_pu) {
-            cb_topo_free(t);
-            return -1;
+            rc = -1;
+            break;
         }
         for (int k = 0; k < npu; k++) {
-            hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, node->cpuset, HWLOC_OBJ_PU, (unsigned)k);
+            hwloc_obj_t pu = hwloc_get_obj_inside_cpuset_by_type(topo, mine, HWLOC_OBJ_PU, (unsigned)k);
             d->pus[d->npus++] = (int)pu->os_index;
         }
+        /* One thread per core that has a PU of ours in this node: its first such PU. */
         for (int k = 0; k < ncore; k++) {
-            hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topo, node->cpuset, HWLOC_OBJ_CORE, (unsigned)k);
-            /* The first PU of the core that lies in this node: one thread per core. */
-            hwloc_bitmap_t both = hwloc_bitmap_alloc();
-            hwloc_bitmap_and(both, core->cpuset, node->cpuset);
+            hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)k);
+            hwloc_bitmap_and(both, core->cpuset, mine);
             int first = hwloc_bitmap_first(both);
-            hwloc_bitmap_free(both);
             if (first >= 0)
                 d->core_pu[d->ncores++] = first;
         }
+    }
+    hwloc_bitmap_free(mine);
+    hwloc_bitmap_free(both);
+    hwloc_bitmap_free(bound);
+    if (rc != 0) {
+        cb_topo_free(t);
+        return -1;
     }
     /* Largest last-level cache, to size buffers beyond it. */
     for (int depth = 0; depth < hwloc_topology_get_depth(topo); depth++) {

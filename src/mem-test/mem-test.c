@@ -135,9 +135,14 @@ static void plan_nodes(mt_run *run)
     cb_intlist *sel = &run->cfg.nodes;
     if (cb_topo_load(&run->topo) != 0)
         cb_die(CB_EXIT_CANNOT_RUN, "cannot read the topology through hwloc");
+    /* Default: every NUMA node with a core this process may use (its CPU affinity: the
+     * CPUs its job got); memory-only nodes and nodes outside the job's CPUs are not. */
     if (sel->n == 0)
         for (int i = 0; i < run->topo.nnodes; i++)
-            sel->v[sel->n++] = run->topo.nodes[i].os_index;
+            if (run->topo.nodes[i].ncores > 0)
+                sel->v[sel->n++] = run->topo.nodes[i].os_index;
+    if (sel->n == 0)
+        cb_die(CB_EXIT_CANNOT_RUN, "no NUMA node has a CPU this process may run on");
     char have[512] = "";
     for (int i = 0; i < run->topo.nnodes; i++)
         snprintf(have + strlen(have), sizeof have - strlen(have), "%s%d", i ? "," : "",
@@ -148,7 +153,8 @@ static void plan_nodes(mt_run *run)
             cb_usage_error("NUMA node %d does not exist (this machine has node%s %s)",
                            sel->v[i], run->topo.nnodes > 1 ? "s" : "", have);
         if (n->ncores == 0)
-            cb_usage_error("NUMA node %d has no usable core (memory-only node)", sel->v[i]);
+            cb_usage_error("NUMA node %d has no usable core (memory-only node, or none of its "
+                           "CPUs in this process's affinity)", sel->v[i]);
         if (run->cfg.threads_per_domain > n->npus)
             cb_usage_error("--threads-per-domain %d exceeds the %d CPUs of NUMA node %d",
                            run->cfg.threads_per_domain, n->npus, sel->v[i]);

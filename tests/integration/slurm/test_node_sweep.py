@@ -357,7 +357,8 @@ def distributed_reframe_preflight(tmp_path, fleet, site):
          os.path.join(ROOT, 'reframe_checks'), '-n', '^MemTest', '-n', '^MemCapacity',
          '-n', '^Preflight',
          '--system', 'local-slurm:x86', '--distribute=all', '-r', '--nocolor',
-         '-S', f'MemTest.kernel_opts={DOCUMENTED}'],
+         # one machine under 8 nodes: unpaced tests one at a time (docs/fleet.md)
+         '--exec-policy', 'serial', '-S', f'MemTest.kernel_opts={DOCUMENTED}'],
         cwd=tmp_path, env=env, text=True, capture_output=True, timeout=900)
     run_dir = tmp_path / 'rfm' / 'local-slurm' / 'half'
     rep = subprocess.run([COBALT_BENCH, 'report', str(run_dir), '--site', site],

@@ -222,3 +222,20 @@ def test_numa_node_selection_and_threads(tmp_path):
     assert [d['numa_node'] for d in doc['domains']] == [0]
     assert len(doc['domains'][0]['cpus']) == 1
     assert doc['config']['threads'] == 1
+
+
+def test_only_the_cpus_of_its_affinity_are_used(tmp_path):
+    '''The CPUs a job got (its affinity: taskset, Slurm's task plugins, mpirun's binding)
+    are all mem-test uses: a node that lost half of its CPUs to its jobs measures half.'''
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip('one CPU: no part of the machine to bind to')
+    out = tmp_path / 'one.json'
+    proc = subprocess.run(['taskset', '-c', str(cpus[-1]), os.path.join(ROOT, 'bin', 'mem-test'),
+                           '--max', '--stations', '1', '--duration', '0.2', '--json', str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc['config']['threads'] == 1, doc['config']
+    assert [d['cpus'] for d in doc['domains']] == [[cpus[-1]]], doc['domains']
+    assert f'1 thread on CPUs {cpus[-1]},' in proc.stdout, proc.stdout
