@@ -14,6 +14,8 @@ node=${SLURMD_NODENAME:-$(hostname -s)}
 say() { echo "node-pack $node: $*"; }
 # shellcheck source=cobalt-job.sh
 . "$CB_JOBS_DIR/lib/cobalt-job.sh" || exit 3
+# shellcheck source=shared-host.sh
+. "$CB_JOBS_DIR/lib/shared-host.sh" || exit 3
 
 dir=${1:?usage: node-pack.sh DIR}/$node
 mkdir -p "$dir" || exit 3
@@ -70,25 +72,15 @@ for test in "${plan[@]}"; do
         *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test mem-capacity gpu-copy)"
            worse 2; continue ;;
     esac
-    shared=
-    if [ "$test" = mem-capacity ] && [ -n "${NODE_SWEEP_SHARED_HOST:-}" ]; then
-        # One machine under several nodes (node-sweep.slurm found it): an unpaced test
-        # would measure its neighbours. Once every node is done with its other tests (or
-        # two minutes passed), one node at a time, its judgement included.
-        shared=1
-        : > "$1/.ready-$node"
-        for _ in $(seq 120); do
-            [ "$(find "$1" -maxdepth 1 -name '.ready-*' | wc -l)" -ge \
-              "$(wc -l < "$1/allocation")" ] && break
-            sleep 1
-        done
-        exec 9> "$1/.mem-capacity.lock" && flock 9
-    fi
     cb_job_started "$json" "$test"
-    "$program" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
+    if [ "$test" = mem-capacity ] && [ -n "${NODE_SWEEP_SHARED_HOST:-}" ]; then
+        # Nodes that are one machine (node-sweep.slurm found it): in turns, lib/shared-host.sh.
+        cb_capacity_in_turns "$1" "$node" "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
+    else
+        "$program" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
+    fi
     cb_judge "$json" "$?" "$program ${opts[*]} --json $json"
     worse $?
-    [ -z "$shared" ] || exec 9>&-
     say "$test: log $dir/$test-$jobid.out"
 done
 exit "$worst"
