@@ -83,4 +83,6 @@ for test in "${plan[@]}"; do
     worse $?
     say "$test: log $dir/$test-$jobid.out"
 done
+# For the sweep's watchdog (lib/batch-watch.sh): this node's pack is over.
+: > "$1/.pack-done-$node"
 exit "$worst"

@@ -3,15 +3,17 @@
 # (several slurmd on one host: the local cluster; jobs/node-sweep.slurm finds it and sets
 # NODE_SWEEP_SHARED_HOST). An unpaced test run on all of them at once measures how they
 # share the machine, and one node at a time measures the machine's drift over the minute
-# the turns take. So: every node waits for the others to finish their other tests, then
-# they take turns in the allocation's order, ROUNDS rounds of them, and each node keeps its
-# median run (a run that failed, killed or unverified, is kept instead: a failure is never
-# dropped); the judgements wait until every turn is done. Nothing here is used on a
-# cluster of separate machines.
+# the turns take. So: every node waits until the others are done with their other tests
+# (or are lost: DOWN in Slurm), the first one done writes the order of turns (DIR/.order),
+# and they take turns in that order, CB_CAPACITY_ROUNDS rounds (default 3); each node keeps
+# its median run (a run that failed, killed or unverified, is kept instead: a failure is
+# never dropped), and the judgements wait until every turn is done. A node that arrives
+# late runs after the turns. Nothing here is used on a cluster of separate machines.
 #   cb_capacity_in_turns SWEEP_DIR NODE JSON LOG PROGRAM [OPTIONS...]; rc=$?
 
 CB_CAPACITY_ROUNDS=${CB_CAPACITY_ROUNDS:-3}
-CB_TURN_TIMEOUT_S=${CB_TURN_TIMEOUT_S:-300}
+CB_TURN_TIMEOUT_S=${CB_TURN_TIMEOUT_S:-60}
+CB_READY_TIMEOUT_S=${CB_READY_TIMEOUT_S:-120}
 
 # Wait (at most CB_TURN_TIMEOUT_S) until the sweep's turn counter reaches $2.
 _cb_wait_turn() {
@@ -23,27 +25,64 @@ _cb_wait_turn() {
     done
 }
 
-cb_capacity_in_turns() {
-    local sweep=$1 node=$2 json=$3 log=$4 n i r rc turn best
-    shift 4
-    mapfile -t alloc < "$sweep/allocation"
-    n=${#alloc[@]}
-    for i in "${!alloc[@]}"; do [ "${alloc[$i]}" = "$node" ] && break; done
-    : > "$sweep/.ready-$node"
-    for _ in $(seq 120); do
-        [ "$(find "$sweep" -maxdepth 1 -name '.ready-*' | wc -l)" -ge "$n" ] && break
-        sleep 1
+# Set the turn counter to $2 unless it is already past it.
+_cb_pass_turn() {
+    [ "$(cat "$1/.turn" 2>/dev/null || echo 0)" -ge "$2" ] && return 0
+    echo "$2" > "$1/.turn.$3" && mv -f "$1/.turn.$3" "$1/.turn"
+}
+
+# The nodes of the allocation not yet ready that Slurm has lost (DOWN, FAIL, NOT_RESPONDING).
+_cb_lost() {
+    local n state
+    for n in "$@"; do
+        state=$(scontrol show node -o "$n" 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
+        case "+$state+" in *+DOWN*|*+FAIL+*|*+NOT_RESPONDING+*) echo "$n" ;; esac
     done
+}
+
+# Until every node of the allocation is ready or lost (or CB_READY_TIMEOUT_S): then the
+# order of turns (the ready nodes, in the allocation's order) is written once.
+_cb_order() {
+    local sweep=$1 waited=0 missing
+    while :; do
+        missing=()
+        while read -r n; do [ -e "$sweep/.ready-$n" ] || missing+=("$n"); done < "$sweep/allocation"
+        [ ${#missing[@]} -eq 0 ] && break
+        [ "$waited" -ge "$CB_READY_TIMEOUT_S" ] && break
+        if [ $((waited % 5)) -eq 0 ] && [ -z "$(comm -23 <(printf '%s\n' "${missing[@]}" | sort) \
+                <(_cb_lost "${missing[@]}" | sort))" ]; then
+            break
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    while read -r n; do [ -e "$sweep/.ready-$n" ] && echo "$n"; done < "$sweep/allocation" \
+        > "$sweep/.order.$$" && { ln "$sweep/.order.$$" "$sweep/.order" 2>/dev/null || true; }
+    rm -f "$sweep/.order.$$"
+}
+
+cb_capacity_in_turns() {
+    local sweep=$1 node=$2 json=$3 log=$4 n i=-1 k r rc turn best
+    shift 4
+    : > "$sweep/.ready-$node"
+    [ -e "$sweep/.order" ] || _cb_order "$sweep"
+    mapfile -t order < "$sweep/.order"
+    n=${#order[@]}
+    for k in "${!order[@]}"; do [ "${order[$k]}" = "$node" ] && i=$k; done
     local runs=()
     : > "$log"
+    [ "$i" -ge 0 ] || { echo "shared host: late for the turns: runs after them" >> "$log"
+                        _cb_wait_turn "$sweep" $((CB_CAPACITY_ROUNDS * n)); }
     for ((r = 0; r < CB_CAPACITY_ROUNDS; r++)); do
-        turn=$((r * n + i))
-        _cb_wait_turn "$sweep" "$turn" ||
-            echo "shared host: turn $turn not reached in ${CB_TURN_TIMEOUT_S} s (a node lost?): running" >> "$log"
+        if [ "$i" -ge 0 ]; then
+            turn=$((r * n + i))
+            _cb_wait_turn "$sweep" "$turn" ||
+                echo "shared host: turn $turn not reached in ${CB_TURN_TIMEOUT_S} s (a node lost?)" >> "$log"
+        fi
         "$@" --json "$json.round$r" >> "$log" 2>&1
         rc=$?
         runs+=("$rc $json.round$r")
-        echo $((turn + 1)) > "$sweep/.turn.$node" && mv -f "$sweep/.turn.$node" "$sweep/.turn"
+        [ "$i" -lt 0 ] || _cb_pass_turn "$sweep" $((turn + 1)) "$node"
     done
     _cb_wait_turn "$sweep" $((CB_CAPACITY_ROUNDS * n)) || true
     best=$(printf '%s\n' "${runs[@]}" | python3 -c '

@@ -4,7 +4,8 @@ The batch script writes `allocation` (every node of the job, one per line) befor
 starts; each node's pack writes `<node>/plan` (the tests it is to run) before its first
 test. A sweep is read as whole only when every node of the allocation has a plan and every
 planned test a result (a document, or the record of its end that `cobalt-bench judge`
-writes even for a kernel killed before it wrote one). What is missing becomes a case that
+writes even for a kernel killed before it wrote one). A batch host the sweep's watchdog
+found lost (`batch-host-lost`) is a failure of that node. What is missing becomes a case that
 FAILS on its node, naming what is missing: a node that wrote nothing, a test with no
 result, a document of another host. Nothing lost is a pass.
 '''
@@ -19,6 +20,9 @@ from .result import Result
 
 ALLOCATION = 'allocation'
 PLAN = 'plan'
+#: Written by the sweep's watchdog (jobs/lib/batch-watch.sh) when the batch host is lost:
+#: 'HOST STATE TIME'.
+BATCH_HOST_LOST = 'batch-host-lost'
 # The plan's name of the node's inventory (store.inventory): a document, not a case.
 INVENTORY = 'inventory'
 #: A name Slurm reads as one host name (the allocation's lines must be these).
@@ -80,6 +84,12 @@ def account(run, root):
         if len(rel) >= 2 and rel[0] in allocated:
             run.inventories[i] = replace(inv, node=rel[0])
             have.setdefault(rel[0], set()).add(INVENTORY)
+    lost = _lines(os.path.join(root, BATCH_HOST_LOST), re.compile(r'\S+ \S+ \S+'))
+    for host, state, when in (line.split() for line in lost or []):
+        if host in allocated:
+            run.cases.append(_lost(host, 'node-sweep', (
+                f'the batch host of the sweep, lost at {when} (Slurm: {state}): the '
+                'sweep was ended by its watchdog')))
     for node in dict.fromkeys(nodes):
         plan = _lines(os.path.join(root, node, PLAN), _TEST)
         if plan is None:

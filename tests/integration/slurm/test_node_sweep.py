@@ -9,19 +9,21 @@ put back to its size afterwards). A new site with no references yet:
    node in the report, bad-nodes.txt and verdict.json; the HTML report of the sweep is
    opened in headless Chromium (a screenshot) and shows the node table and the plot;
 4. a node lost in the middle of a sweep (`scontrol ... state=down`) is named while the
-   other seven finish.'''
+   other seven finish; a crashed batch host ends the sweep within minutes, named.'''
 
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
-from plugins.slurm import finished_job, sbatch
+from plugins.slurm import finished_job, sbatch, wait_for
 
 NODES = 8
 SLOW = 'n5'
@@ -197,6 +199,16 @@ def test_derived_references_pass_a_clean_sweep_and_flag_the_slowed_node(
     md = (third / 'report' / 'report.md').read_text()
     assert f'- **Bad nodes:** `{SLOW}` (1: {SLOW}: mem-test failed' in md, md[:1500]
 
+    # 4. References are never derived from it (issue 37): the slowed node is refused by
+    # name, the references stay as they were.
+    before = (new_site / 'references.yaml').read_text()
+    poisoned = subprocess.run([COBALT_BENCH, 'references', 'derive', str(third), '--site',
+                               str(new_site), '--metric', 'measured_speed', '--write'],
+                              text=True, capture_output=True, timeout=300)
+    assert poisoned.returncode == 1, poisoned.stdout + poisoned.stderr
+    assert SLOW in poisoned.stdout + poisoned.stderr, poisoned.stdout + poisoned.stderr
+    assert (new_site / 'references.yaml').read_text() == before
+
     # The HTML report of the sweep in Chromium: the node table and the distribution plot.
     seen = screenshot(third / 'report' / 'report.html', tmp_path)
     if seen is None:
@@ -239,6 +251,73 @@ def test_a_node_lost_in_the_sweep_is_named(tmp_path, fleet, new_site):
         if f'n{i}' != bad:
             doc = json.loads((out / f'n{i}' / f'mem-test-{jobid}.json').read_text())
             assert doc['interrupted'] is False and doc['compliance']['passed'], doc
+
+
+def crash(node, jobid, state_dir):
+    '''What a crashed node leaves of a job: nothing that answers. The node's slurmd, the
+    job's batch step daemon (the batch host's) and every process of the job that runs as
+    that node, with its step daemon, killed (SIGKILL); Slurm finds out by its pings.'''
+    victims = {int((state_dir / 'run' / f'slurmd-{node}.pid').read_text())}
+    for pid in map(int, filter(str.isdigit, os.listdir('/proc'))):
+        try:
+            cmdline = (Path(f'/proc/{pid}/cmdline').read_bytes()).replace(b'\0', b' ')
+            environ = Path(f'/proc/{pid}/environ').read_bytes().split(b'\0')
+            stat = Path(f'/proc/{pid}/stat').read_text()
+        except OSError:
+            continue
+        if cmdline.startswith(f'slurmstepd: [{jobid}.batch]'.encode()):
+            victims.add(pid)
+        elif f'SLURM_JOB_ID={jobid}'.encode() in environ and \
+                f'SLURMD_NODENAME={node}'.encode() in environ:
+            victims.update({pid, int(stat.rsplit(')', 1)[1].split()[1])})   # and its parent
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_lost_batch_host_ends_the_sweep_within_minutes_naming_it(tmp_path, fleet,
+                                                                     new_site):
+    '''The node that runs the batch script crashes (issue 37). The sweep is --no-kill, so
+    nothing else ended it before its time limit (it held the others for the hour); its
+    watchdog, a step on another node, names the lost host, writes the report of what the
+    others measured and cancels the job, within minutes (Slurm marks a node that stopped
+    answering NOT_RESPONDING within SlurmdTimeout, 300 s here).'''
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'NODE_SWEEP_', *JOB_STATE),
+                    COBALT_BENCH_SITE=str(new_site),
+                    COBALT_BENCH_RESULTS=str(tmp_path / 'results'),
+                    MEM_TEST_OPTS=LOAD.format(seconds=20), NODE_SWEEP_TESTS='mem-test')
+    jobid = sbatch(SWEEP, tmp_path, env, '-N', '3', '-p', 'x86')
+    host = wait_for(lambda: (lambda m: m[1] if m else None)(re.search(
+        r'BatchHost=(\S+)', subprocess.run(['scontrol', 'show', 'job', jobid], env=env,
+                                             text=True, capture_output=True).stdout)),
+        120, 'the sweep running')
+    out = tmp_path / 'results' / 'slurm' / f'node-sweep-{jobid}'
+    try:
+        wait_for(lambda: (out / host / f'mem-test-{jobid}.out').is_file(), 120,
+                 f'mem-test started on {host}')
+        crash(host, jobid, fleet.state_dir)
+        crashed = time.monotonic()
+        state, _ = finished_job(jobid, env, timeout=480)
+        took = time.monotonic() - crashed
+    finally:
+        subprocess.run(['scancel', jobid], env=env, timeout=30)
+        fleet.cluster('start')                  # the crashed node's slurmd again
+        subprocess.run(['scontrol', 'update', f'nodename={host}', 'state=resume'],
+                       env=env, timeout=30)
+    assert state.startswith('CANCELLED'), state
+    assert took < 420, f'the sweep ended {took:.0f} s after its batch host was lost'
+    assert (out / 'batch-host-lost').read_text().startswith(f'{host} '), \
+        (out / 'node-sweep.log').read_text()
+    verdict = json.loads((out / 'report' / 'verdict.json').read_text())
+    assert [b['node'] for b in verdict['bad_nodes']] == [host], verdict['bad_nodes']
+    assert 'the batch host of the sweep, lost' in verdict['bad_nodes'][0]['why']
+    assert 'written by the watchdog' in (out / 'node-sweep.log').read_text()
+    # The two others measured, and their results are in the report.
+    others = [n for n in (out / 'allocation').read_text().split() if n != host]
+    for node in others:
+        assert (out / node / f'mem-test-{jobid}.json').is_file(), node
 
 
 # ---- issue 36: each node against its peers, by what it is ------------------------------
