@@ -35,6 +35,7 @@ import tempfile
 import textwrap
 from dataclasses import dataclass, field
 
+from .. import kernels
 from ..store.history import run_date
 from ..store.identity import CheckName
 from ..store.model import KIND_REFRAME
@@ -249,6 +250,10 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
                     f'{run.label}: {case.check} on {case.where} ' in x for x in left):
                 continue
             check = _check_of(case, checks)
+            if check in kernels.CAPACITY and not site.references.has_check(check):
+                notes.add(f'{check}: a capacity check, judged against its peers in each run '
+                          '(docs/fleet.md): no reference derived')
+                continue
             part = _partition_of(case, run, site)
             if part not in site.partitions:
                 notes.add(f'{check} on {part or case.where}: not a partition of site '
