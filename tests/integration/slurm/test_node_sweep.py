@@ -111,9 +111,11 @@ class slowed:
 
 def sweep(tmp_path, fleet, site, seconds, during=None, tests=None):
     tmp_path.mkdir(exist_ok=True)
-    env = clean_env(fleet.env, drop=('MEM_TEST_', 'NODE_SWEEP_', *JOB_STATE),
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'NODE_SWEEP_', *JOB_STATE),
                     COBALT_BENCH_SITE=str(site), COBALT_BENCH_RESULTS=str(tmp_path / 'results'),
                     MEM_TEST_OPTS=LOAD.format(seconds=seconds),
+                    # the capacity test at its smallest: these tests are not about it
+                    MEM_CAPACITY_OPTS='--stations 1 --duration 1',
                     **({'NODE_SWEEP_TESTS': tests} if tests else {}))
     jobid = sbatch(SWEEP, tmp_path, env, '-N', str(NODES), '-p', 'x86')
     if during:
