@@ -2,14 +2,12 @@
 the results store, the node drained with a coded reason when asked (--drain) and it fails:
 what Slurm's HealthCheckProgram, a prolog or an epilog runs (docs/health.md).'''
 
-import glob
 import json
 import os
 import socket
 import subprocess
 import tempfile
 import time
-from dataclasses import replace
 
 from .. import inventory as inv_mod
 from .. import paths
@@ -18,8 +16,8 @@ from .. import site as site_mod
 from ..errors import CannotRun, UsageError
 from ..judging import drain as dr
 from ..judging import health as hl
-from ..store import documents, node_actions, reader, runs
-from ..store.inventory import parse as parse_inventory
+from ..store import inventory as store_inventory
+from ..store import node_actions, reader, runs
 from ..tools import slurm_nodes
 from .argtypes import add_results_option
 from .terminal import say
@@ -81,19 +79,9 @@ def _peers(base, node, against):
     if against:
         run = reader.load_run(runs.resolve_run(against, base))
         return run.inventories, against
-    sweeps = sorted(glob.glob(os.path.join(base, 'slurm', 'node-sweep-*')),
-                    key=lambda p: os.path.getmtime(p), reverse=True)[:SWEEPS_LOOKED_AT]
-    for sweep in sweeps:
-        if not glob.glob(os.path.join(sweep, node, 'inventory-*.json')):
-            continue
-        found = []
-        for path in glob.glob(os.path.join(sweep, '*', 'inventory-*.json')):
-            try:
-                inv = parse_inventory(documents.read_json(path), path)
-            except (documents.Damaged, OSError):
-                continue
-            found.append(replace(inv, node=os.path.basename(os.path.dirname(path))))
-        return found, sweep
+    sweep = store_inventory.newest_sweep_with(base, node, SWEEPS_LOOKED_AT)
+    if sweep is not None:
+        return store_inventory.of_sweep(sweep), sweep
     return [], 'no node sweep of the results store has this node'
 
 
@@ -137,7 +125,7 @@ def command(site_spec=None, node=None, against=None, root='/', memory=True, drai
     problems += hl.preflight_problems(findings, patterns)
 
     doc = inv_mod.take(tree)
-    mine = parse_inventory(doc, 'inventory')
+    mine = store_inventory.parse(doc, 'inventory')
     peers, source = _peers(base, node, against)
     problems += hl.configuration_problems(node, mine, peers)
     if len(peers) < 3:

@@ -6,9 +6,11 @@ partition's nodes by these items and names where a node differs from its peers.
 An inventory is no kernel result: it has no metrics and nothing judges it by a reference,
 so the reader keeps it beside the cases (Run.inventories), never as one.'''
 
-from dataclasses import dataclass
+import glob
+import os
+from dataclasses import dataclass, replace
 
-from .documents import Damaged
+from .documents import Damaged, read_json
 
 TEST = 'inventory'
 
@@ -55,3 +57,26 @@ def parse(doc, path):
         raise Damaged(path, 'inventory document: "identity" is not a list of item keys')
     items = {k: tuple(v) if isinstance(v, list) else v for k, v in items.items()}
     return Inventory(host.split('.')[0], items, frozenset(identity), path)
+
+
+def of_sweep(sweep):
+    '''The readable Inventories of a node sweep's directory (DIR/<node>/inventory-*.json),
+    each of the node whose directory holds it; only those files are read (a health check
+    needs the peers, not their results).'''
+    found = []
+    for path in glob.glob(os.path.join(sweep, '*', f'{TEST}-*.json')):
+        try:
+            inv = parse(read_json(path), path)
+        except (Damaged, OSError):
+            continue
+        found.append(replace(inv, node=os.path.basename(os.path.dirname(path))))
+    return found
+
+
+def newest_sweep_with(base, node, limit):
+    '''The newest of the `limit` newest node sweeps of the store `base` (its slurm/
+    directory) that has an inventory of `node`, or None.'''
+    sweeps = sorted(glob.glob(os.path.join(base, 'slurm', 'node-sweep-*')),
+                    key=os.path.getmtime, reverse=True)[:limit]
+    return next((s for s in sweeps if glob.glob(os.path.join(s, node, f'{TEST}-*.json'))),
+                None)

@@ -15,13 +15,13 @@ import datetime
 import glob
 import json
 import os
-import re
 
 from ..fileio import write_atomic
+from ..tools.slurm_nodes import NODE_NAME
+from .documents import Damaged, read_json
 
 ACTIONS = 'node-actions.jsonl'
 HEALTH = 'health'
-_NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}')
 
 
 def now():
@@ -74,7 +74,7 @@ def last_drain(base, node):
 
 def write_health(base, node, record):
     '''Record one health check of `node`; returns the path.'''
-    if not _NODE.fullmatch(node):
+    if not NODE_NAME.fullmatch(node):
         raise ValueError(f'{node!r} is no node name')
     # The time is to the second: the process id tells two checks of one second apart.
     stamp = record['time'].replace('-', '').replace(':', '')
@@ -87,14 +87,13 @@ def write_health(base, node, record):
 def health_records(base, node, since=''):
     '''[(time, passed)] of the node's readable health records at or after `since` (a
     record time), oldest first.'''
-    if not _NODE.fullmatch(node):
+    if not NODE_NAME.fullmatch(node):
         return []
     out = []
     for path in glob.glob(os.path.join(base, HEALTH, node, 'health-*.json')):
         try:
-            with open(path, encoding='utf-8') as fp:
-                rec = json.load(fp)
-        except (OSError, ValueError):
+            rec = read_json(path)       # the strict reader: a key twice is no record
+        except (Damaged, OSError):
             continue
         when = rec.get('time') if isinstance(rec, dict) else None
         if isinstance(when, str) and when >= since and rec.get('node') == node:

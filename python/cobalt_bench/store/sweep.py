@@ -15,6 +15,7 @@ import re
 from dataclasses import replace
 
 from .. import kernels
+from ..tools.slurm_nodes import NODE_NAME
 from .model import Case
 from .result import Result
 
@@ -25,8 +26,6 @@ PLAN = 'plan'
 BATCH_HOST_LOST = 'batch-host-lost'
 # The plan's name of the node's inventory (store.inventory): a document, not a case.
 INVENTORY = 'inventory'
-#: A name Slurm reads as one host name (the allocation's lines must be these).
-_HOST = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}')
 _TEST = re.compile(r'[a-z][a-z0-9-]{0,40}')
 _MAX_LINES = 200000
 
@@ -60,7 +59,7 @@ def account(run, root):
     plans: the run gains a failing case for each node or planned test without a result,
     and a document whose host is not its node's fails. No `allocation` file: not a sweep
     (a directory of job documents), nothing is added.'''
-    nodes = _lines(os.path.join(root, ALLOCATION), _HOST)
+    nodes = _lines(os.path.join(root, ALLOCATION), NODE_NAME)
     if nodes is None:
         return
     have = {}
