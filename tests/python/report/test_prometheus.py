@@ -64,3 +64,14 @@ def test_a_host_name_with_quotes_and_a_newline_is_escaped_not_injected(tmp_path)
     families, series = parse(text)      # every line still one series of the fixed labels
     assert any(dict(labels).get('node') == 'n\\"2\\n' for _, labels, _ in series)
     assert label_value('a\\b"c\nd') == 'a\\\\b\\"c\\nd'
+
+
+def test_a_file_name_node_exporter_would_not_read_is_a_usage_error(tmp_path):
+    from plugins.checkout import cobalt_cli
+    for name in ('cobalt.txt', '.hidden.prom', 'sub/dir.prom'):
+        rc, out, err = cobalt_cli('export', 'prometheus', tmp_path, '--textfile-dir',
+                                  tmp_path, '--file-name', name)
+        assert rc == 2 and 'a plain file name ending in .prom' in err, (name, out, err)
+    rc, out, err = cobalt_cli('export', 'prometheus', tmp_path, '--textfile-dir',
+                              tmp_path / 'absent')
+    assert rc == 3 and 'is not a directory' in err, out + err
