@@ -16,6 +16,8 @@ sweep=${1:?usage: batch-watch.sh DIR BATCH_HOST} host=${2:?usage: batch-watch.sh
 interval=${CB_WATCH_INTERVAL_S:-10} grace=${CB_WATCH_GRACE_S:-300}
 job=${SLURM_JOB_ID:?not in a Slurm job}
 say() { echo "node-sweep watchdog on ${SLURMD_NODENAME:-$(hostname -s)}: $*" >> "$sweep/node-sweep.log"; }
+# Watching: the batch script starts the pack on this mark.
+: > "$sweep/.watching"
 
 while sleep "$interval"; do
     state=$(scontrol show node -o "$host" 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')

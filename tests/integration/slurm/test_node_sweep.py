@@ -297,8 +297,11 @@ def test_a_lost_batch_host_ends_the_sweep_within_minutes_naming_it(tmp_path, fle
         120, 'the sweep running')
     out = tmp_path / 'results' / 'slurm' / f'node-sweep-{jobid}'
     try:
-        wait_for(lambda: (out / host / f'mem-test-{jobid}.out').is_file(), 120,
-                 f'mem-test started on {host}')
+        # A crash while the tests run: the watchdog watches, every node's mem-test started.
+        wait_for(lambda: (out / '.watching').is_file() and all(
+            (out / n / f'mem-test-{jobid}.out').is_file()
+            for n in (out / 'allocation').read_text().split()),
+            120, 'the watchdog watching and mem-test started on every node')
         crash(host, jobid, fleet.state_dir)
         crashed = time.monotonic()
         state, _ = finished_job(jobid, env, timeout=480)
@@ -307,7 +310,7 @@ def test_a_lost_batch_host_ends_the_sweep_within_minutes_naming_it(tmp_path, fle
         subprocess.run(['scancel', jobid], env=env, timeout=30)
         fleet.cluster('start')                  # the crashed node's slurmd again
         subprocess.run(['scontrol', 'update', f'nodename={host}', 'state=resume'],
-                       env=env, timeout=30)
+                       env=env, timeout=30, capture_output=True)   # unless it is back
     assert state.startswith('CANCELLED'), state
     assert took < 420, f'the sweep ended {took:.0f} s after its batch host was lost'
     assert (out / 'batch-host-lost').read_text().startswith(f'{host} '), \
