@@ -63,7 +63,8 @@ def command(spec, output, formats, preflight_file, base, site=None):
     bad, more = _capped(nodes.bad_node_rows(model), 'bad nodes')
     for node, what, against, likely, drain in bad:
         say(f'  bad node {node}: {what}' + (f' ({against})' if against != '-' else '')
-            + (f'; likely why: {likely}' if likely != '-' else '') + f'\n    {drain}')
+            + (f'; likely why: {likely}' if likely != '-' else ''))
+        say(f'    {drain}')
     if more:
         say(more)
     for part, members, what in nodes.class_rows(model):

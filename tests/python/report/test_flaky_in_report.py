@@ -142,6 +142,13 @@ def test_the_report_command_names_the_flaky_node(store, tmp_path):
             in out), out + err
 
 
+def test_the_report_command_gives_each_bad_node_its_drain_command_on_a_line(store, tmp_path):
+    rc, out, err = cobalt('report', store / 'local-slurm' / stamp(2), '-o', tmp_path / 'o')
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('  bad node n3: '))
+    assert lines[at + 1].startswith('    scontrol update NodeName=n3 State=DRAIN'), out
+
+
 def test_the_peer_rule_takes_its_noise_from_the_stores_clean_history(tmp_path):
     '''Ten clean runs of four nodes whose MemTest speeds wobble by about 2 %: the report of
     an eleventh judges its distribution with the noise of those ten (store.history
