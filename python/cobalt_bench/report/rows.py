@@ -46,15 +46,24 @@ CASE_HEADER = ['check', 'partition', 'node(s)', 'result (site\'s references)', '
                'kernel\'s own verdict (not the site\'s)']
 
 
-def preflight_outcome(case, judgement):
+def required_settings_by_host(judgement):
+    '''{host: [the verdict's items of a setting the site requires, on that host]}: built
+    once per table (a sweep has a few required settings per node).'''
+    out = {}
+    for i in (judgement.items if judgement is not None else ()):
+        if i.setting and i.required:
+            out.setdefault(i.host, []).append(i)
+    return out
+
+
+def preflight_outcome(case, by_host):
     '''(result, reason) of a preflight case by the site's required settings, where they
     did not all pass on its hosts (None: they did, or it requires none): the check ran
-    (ReFrame's PASS), but a required setting FAILED, and the table says so.'''
+    (ReFrame's PASS), but a required setting FAILED, and the table says so. `by_host`:
+    required_settings_by_host of the verdict.'''
     hosts = {d.get('host') for d in case.docs if isinstance(d, dict)
              and d.get('test') == 'preflight'}
-    if not hosts or judgement is None:
-        return None
-    mine = [i for i in judgement.items if i.setting and i.required and i.host in hosts]
+    mine = [i for h in sorted(hosts, key=str) for i in by_host.get(h, ())]
     failed = [i.setting for i in mine if i.status is vd.FAILED]
     missing = [i.setting for i in mine if i.status is vd.MISSING]
     ran = f' (the check itself: {case.result.upper()})'
@@ -69,10 +78,11 @@ def preflight_outcome(case, judgement):
 
 def case_rows(model):
     rows = []
+    by_host = required_settings_by_host(model.judgement)
     for c in model.cases:
         reason = c.fail_reason if c.result is not Result.PASS else ''
         result = c.result.upper()
-        by_settings = preflight_outcome(c, model.judgement) if c.result.passed else None
+        by_settings = preflight_outcome(c, by_host) if c.result.passed else None
         if by_settings:
             result, reason = by_settings
         rows.append([c.check, c.where, ', '.join(c.nodes), result,
@@ -93,8 +103,9 @@ def first_screen(model):
     j = model.judgement
     cases = model.cases
     passed = {}
+    by_host = required_settings_by_host(j)
     for c in cases:
-        if c.result.passed and not preflight_outcome(c, j):
+        if c.result.passed and not preflight_outcome(c, by_host):
             key = f'{fl.check_name(c)} on {c.where}'
             passed[key] = passed.get(key, 0) + 1
     ran = [k + (f' x{n}' if n > 1 else '') for k, n in passed.items()]
