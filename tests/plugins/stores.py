@@ -133,3 +133,17 @@ def capacity_sweep(where, doc, factors, plan=("mem-capacity",), lose=(), jobid=7
             (root / node / f"mem-capacity-{jobid}.json").write_text(
                 json.dumps(node_doc(doc, node, factor)))
     return root
+
+
+def counting_loads(monkeypatch):
+    """The runs store.history reads from their documents (its load_run), as a list of
+    paths that grows as it reads."""
+    from cobalt_bench.store import history
+    loads = []
+    real = history.load_run
+
+    def counted(path):
+        loads.append(path)
+        return real(path)
+    monkeypatch.setattr(history, "load_run", counted)
+    return loads

@@ -30,7 +30,9 @@ The key metric values shown are the metrics judged by a reference (else those of
 kernel's contract), at most {hist.KEY_METRICS} per case.
 
 The runs are read one at a time, newest first; each node keeps its last N. With --node,
-reading stops once that node has N runs.
+reading stops once that node has N runs. A finished run read once is kept in the store's
+index, STORE/.cobalt-bench-history.sqlite, and taken from there while its report.json is
+unchanged (deleting it costs one slower listing).
 
 exit status: 0 listed, no node listed is flaky; 1 a node listed is flaky (named);
 2 usage error; 3 the results store does not exist or cannot be read.'''

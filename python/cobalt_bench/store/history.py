@@ -16,7 +16,9 @@ its last run, passed.
 
 Bounded: the runs are read one at a time, newest first, each dropped once its cases are
 summed up; each node keeps at most n runs. With a node named, reading stops once that
-node has its n runs. A store of 10,000 runs is never held in memory at once.
+node has its n runs. A store of 10,000 runs is never held in memory at once. A finished
+run read once is kept in the store's index (store.history_index: its node entries, while
+its report.json is the one read), so that the next history reads a few rows of it.
 '''
 
 import math
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 
 from .. import kernels
 from ..errors import CannotRun
+from .history_index import HistoryIndex, stamp_of
 from .identity import CheckName
 from .model import KIND_JOBS, KIND_REFRAME
 from .reader import load_run
@@ -73,6 +76,16 @@ class Entry:
     @property
     def failed(self):
         return self.result.failed or self.failed_tries > 0
+
+    def to_json(self):
+        return {'check': self.check, 'partition': self.partition, 'result': str(self.result),
+                'failed_tries': self.failed_tries, 'metrics': self.metrics,
+                'peers': self.peers}
+
+    @classmethod
+    def from_json(cls, d):
+        return cls(d['check'], d['partition'], Result(d['result']), d['failed_tries'],
+                   [tuple(m) for m in d['metrics']], d['peers'])
 
 
 @dataclass
@@ -224,35 +237,54 @@ def node_history(base, site=None, last=LAST_RUNS, fails=FLAKY_FAILS, node=None,
     if current is not None:
         runs = _as_of(runs, current)
     here = os.path.realpath(current.path) if current is not None else None
-    for s, r, path in runs:
-        if wanted is not None and not wanted:
-            break
-        if max_runs is not None and history.runs_read >= max_runs:
-            break
-        label = f'{s}/{r}'
-        if run_state(path)[0] is RunState.RUNNING:
-            history.running.append(label)
-            continue
-        if here is not None and os.path.realpath(path) == here:
-            run = current
-        else:
-            try:
-                run = load_run(path)
-            except CannotRun as err:
-                history.unreadable.append((label, str(err)))
+    with HistoryIndex(base) as index:
+        for s, r, path in runs:
+            if wanted is not None and not wanted:
+                break
+            if max_runs is not None and history.runs_read >= max_runs:
+                break
+            label = f'{s}/{r}'
+            if run_state(path)[0] is RunState.RUNNING:
+                history.running.append(label)
                 continue
-        history.runs_read += 1
-        date = run_date(run)
-        for name, entries in node_cases(run).items():
-            if wanted is not None and name not in wanted:
-                continue
-            h = history.nodes.setdefault(name, NodeHistory(name, fails=fails))
-            if len(h.runs) < last:
-                h.runs.append(NodeRun(label, date, entries))
-            if wanted is not None and len(h.runs) >= last:
-                wanted.discard(name)
-        del run
+            if here is not None and os.path.realpath(path) == here:
+                date, cases = run_date(current), node_cases(current)
+            else:
+                read = _read_run(path, index)
+                if isinstance(read, str):
+                    history.unreadable.append((label, read))
+                    continue
+                date, cases = read
+            history.runs_read += 1
+            for name, entries in cases.items():
+                if wanted is not None and name not in wanted:
+                    continue
+                h = history.nodes.setdefault(name, NodeHistory(name, fails=fails))
+                if len(h.runs) < last:
+                    h.runs.append(NodeRun(label, date, [
+                        e if isinstance(e, Entry) else Entry.from_json(e) for e in entries]))
+                if wanted is not None and len(h.runs) >= last:
+                    wanted.discard(name)
     return history
+
+
+def _read_run(path, index):
+    '''(date, {node: [Entry, or its JSON]}) of a finished run, from the store's index while
+    it holds this report.json, else read from its documents (and indexed); why, where it
+    cannot be read.'''
+    indexed = index.lookup(path)
+    if indexed is not None:
+        return indexed
+    stamp = stamp_of(path)          # before reading: a report.json rewritten meanwhile
+    try:                            # is read again next time
+        run = load_run(path)
+    except CannotRun as err:
+        return str(err)
+    date, cases = run_date(run), node_cases(run)
+    if run_state(path)[0] is RunState.COMPLETE:
+        index.keep(path, stamp, date, {n: [e.to_json() for e in es]
+                                       for n, es in cases.items()})
+    return date, cases
 
 
 #: Where job scripts write their documents in a results store (jobs/lib/cobalt-job.sh).

@@ -17,7 +17,7 @@ from cobalt_bench.store import history as hist
 from cobalt_bench.store.reader import load_run
 from cobalt_bench.store.result import Result
 from plugins.checkout import cobalt_cli as cobalt
-from plugins.stores import DOC, reframe_run, stamp
+from plugins.stores import DOC, counting_loads, reframe_run, stamp
 
 OK, BAD = Result.PASS, Result.FAIL
 NODES = ('n1', 'n2', 'n3', 'n4')
@@ -82,13 +82,7 @@ def test_only_the_runs_nodes_and_their_last_runs_are_read(store, monkeypatch):
     reframe_run(store, stamp(6), {'x1': (8.0, OK)}, site='other')
     for day in (7, 8):
         reframe_run(store, stamp(day), {'n1': (8.0, OK)})
-    loads = []
-    real = hist.load_run
-
-    def counted(path):
-        loads.append(path)
-        return real(path)
-    monkeypatch.setattr(hist, 'load_run', counted)
+    loads = counting_loads(monkeypatch)
     run = load_run(str(store / 'local-slurm' / stamp(5)))
     flaky, _ = rp_fleet.flaky_nodes(run)
     assert [f.node for f in flaky] == ['n3']

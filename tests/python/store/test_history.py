@@ -3,12 +3,13 @@ a store built from the recorded real run (plugins.stores), --distribute's names 
 a node failing 2 of its last 5 runs flaky (also when a retry passed), one failing 1 of 5
 not, and the store read a run at a time.'''
 
+import sqlite3
+
 import pytest
 
-from cobalt_bench.store import history
-from cobalt_bench.store import reader
+from cobalt_bench.store import history, history_index
 from cobalt_bench.store.result import Result
-from plugins.stores import reframe_run, stamp
+from plugins.stores import counting_loads, reframe_run, stamp
 
 OK, BAD = Result.PASS, Result.FAIL
 
@@ -56,21 +57,74 @@ def test_the_store_is_read_one_run_at_a_time_and_stops_for_one_node(tmp_path, mo
     results = tmp_path / 'results'
     for day in range(1, 21):
         reframe_run(results, stamp(day), {'n1': (8.0, OK), f'm{day}': (8.0, OK)})
-    loads = []
-    real = reader.load_run
-
-    def counted(path):
-        loads.append(path)
-        return real(path)
-    monkeypatch.setattr(history, 'load_run', counted)
+    loads = counting_loads(monkeypatch)
     h = history.node_history(results, node='n1', last=5)
     assert len(loads) == 5 and list(h.nodes) == ['n1']
     assert loads[0].endswith(stamp(20)), 'newest first'
     loads.clear()
     h = history.node_history(results, last=3)
-    # Every run read once; no node keeps more than its last 3 runs.
-    assert len(loads) == 20 and max(len(n.runs) for n in h.nodes.values()) == 3
+    # Every run read once (the 5 read before from the store's index); no node keeps more
+    # than its last 3 runs.
+    assert len(loads) == 15 and h.runs_read == 20
+    assert max(len(n.runs) for n in h.nodes.values()) == 3
     assert len(h.nodes) == 21
+
+
+# ---- the store's index (store.history_index, issue 39) ---------------------------------
+
+def _as_text(h):
+    return [(n.node, [(r.label, r.date, r.entries) for r in n.runs]) for n in h.sorted_nodes()]
+
+
+def test_a_second_history_reads_the_index_and_is_the_same(five_runs, monkeypatch):
+    loads = counting_loads(monkeypatch)
+    first = history.node_history(five_runs)
+    assert len(loads) == 5 and (five_runs / history_index.INDEX_FILE).is_file()
+    loads.clear()
+    second = history.node_history(five_runs)
+    assert loads == [] and second.runs_read == 5
+    assert _as_text(second) == _as_text(first)
+    assert second.nodes['n1'].flaky and second.nodes['n1'].runs[1].entries[0].failed_tries == 1
+
+
+def test_a_run_whose_report_changed_is_read_again(five_runs, monkeypatch):
+    history.node_history(five_runs)
+    run = five_runs / 'local-slurm' / stamp(5)
+    text = (run / 'report.json').read_text()
+    (run / 'report.json').write_text(text.replace('"result": "pass"', '"result": "fail"'))
+    loads = counting_loads(monkeypatch)
+    h = history.node_history(five_runs)
+    assert [p.rsplit('/', 1)[1] for p in loads] == [stamp(5)]
+    assert h.nodes['n3'].runs[0].entries[0].result is Result.FAIL
+
+
+def test_a_partial_run_is_never_indexed(five_runs, monkeypatch):
+    run = five_runs / 'local-slurm' / stamp(5)
+    (run / 'INCOMPLETE').write_text('interrupted: SIGTERM\n')
+    history.node_history(five_runs)
+    loads = counting_loads(monkeypatch)
+    history.node_history(five_runs)
+    assert [p.rsplit('/', 1)[1] for p in loads] == [stamp(5)]
+
+
+@pytest.mark.parametrize('damage', ['garbage', 'another version', 'not writable'])
+def test_a_damaged_or_unwritable_index_is_no_harm(five_runs, monkeypatch, damage):
+    first = _as_text(history.node_history(five_runs))
+    index = five_runs / history_index.INDEX_FILE
+    if damage == 'garbage':
+        index.write_bytes(b'not a database' * 100)
+    elif damage == 'another version':
+        with sqlite3.connect(index) as db:
+            db.execute(f'PRAGMA user_version = {history_index.VERSION + 1}')
+    else:                       # where it cannot be (root writes whatever a mode says)
+        index.unlink()
+        index.mkdir()
+    loads = counting_loads(monkeypatch)
+    assert _as_text(history.node_history(five_runs)) == first
+    assert len(loads) == 5, 'read from the documents'
+    loads.clear()
+    assert _as_text(history.node_history(five_runs)) == first
+    assert len(loads) == (5 if damage == 'not writable' else 0), 'rebuilt, where it can be'
 
 
 def test_a_multi_node_case_belongs_to_no_node(tmp_path):
@@ -102,3 +156,25 @@ def test_metric_noise_counts_only_clean_entries(five_runs):
     # A run left out (the one being judged) is not counted.
     h = history.node_history(five_runs, last=3)
     assert history.metric_noise(h, exclude={f'local-slurm/{stamp(5)}'}) == {}
+
+
+def test_an_index_another_command_is_writing_costs_at_most_its_wait(five_runs, monkeypatch):
+    '''Two commands read one store at once: the one that finds the index being written
+    reads the documents, writes nothing, and waits at most history_index.BUSY_S.'''
+    first = _as_text(history.node_history(five_runs))
+    (five_runs / history_index.INDEX_FILE).unlink()
+    other = sqlite3.connect(five_runs / history_index.INDEX_FILE, isolation_level=None)
+    other.execute('BEGIN EXCLUSIVE')          # another command, writing it now
+    try:
+        loads = counting_loads(monkeypatch)
+        assert _as_text(history.node_history(five_runs)) == first
+        assert len(loads) == 5
+    finally:
+        other.execute('ROLLBACK')
+        other.close()
+    loads.clear()
+    history.node_history(five_runs)           # written now,
+    assert len(loads) == 5
+    loads.clear()
+    history.node_history(five_runs)           # and read from
+    assert loads == []
