@@ -15,9 +15,10 @@ from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_n
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
-                   METRIC_HEADER, REPRODUCE_HEADER, case_rows, damage_rows, finding_rows,
-                   first_screen, is_preflight, judged_by, link_target, metric_rows, recorded_rows,
-                   reproduce_rows, summary_lines)
+                   METRIC_HEADER, REPRODUCE_HEADER, damage_rows, finding_rows, first_screen,
+                   is_preflight, judged_by, link_target, preflight_left_out_text,
+                   recorded_rows, shown_case_rows, shown_judged_rows, shown_preflight,
+                   shown_reproduce_rows, summary_lines)
 
 
 CSS = '''
@@ -125,18 +126,20 @@ def render_html(model, out_dir=None):
     if damage:
         out += ['<h2>Damaged results</h2>', f'<p>{_e(DAMAGE_TEXT)}</p>',
                 _html_table(DAMAGE_HEADER, damage)]
-    out += ['<h2>Checks</h2>',
-            _html_table(CASE_HEADER, case_rows(model), status_col=3)]
-    judged = metric_rows(model, True)
+    cases, left = shown_case_rows(model)
+    out += ['<h2>Checks</h2>', _html_table(CASE_HEADER, cases, status_col=3)]
+    out += [f'<p>{_e(left)}</p>'] * bool(left)
+    judged, left = shown_judged_rows(model)
     out.append('<h2>Judged measurements</h2>')
     out.append(_html_table(METRIC_HEADER, judged, status_col=8, num_cols=(4, 5))
                if judged else '<p>No judged measurements.</p>')
-    repro = reproduce_rows(model)
+    out += [f'<p>{_e(left)}</p>'] * bool(left)
+    repro, left = shown_reproduce_rows(model)
     if repro:
         out += ['<h2>Reproducing a verdict</h2>',
                 '<p>For each judged check: the kernel and its version, the command line that '
                 'produced the result, and the reference file and entry it was judged by.</p>',
-                _html_table(REPRODUCE_HEADER, repro)]
+                _html_table(REPRODUCE_HEADER, repro)] + [f'<p>{_e(left)}</p>'] * bool(left)
     out += _nodes(model)
     if model.failures:
         out.append('<h2>Failures and likely causes</h2>')
@@ -178,10 +181,13 @@ def render_html(model, out_dir=None):
             out.append(f'<p>No plot from <code>{_e(documents.relpath(d.path, run.path))}</code>'
                        + (f' ({_e(c.check)} on {_e(c.where)})' if c else '')
                        + f': could not read it: {_e(d.problem)}</p>')
-    for label, doc in model.preflight:
+    preflights, more = shown_preflight(model)
+    for label, doc in preflights:
         out.append(f'<h2>Preflight: {_e(label)}: {_e(doc.get("verdict", ""))}</h2>')
         out.append(_html_table(FINDING_HEADER, finding_rows(pf.findings_of(doc)),
                                status_col=0))
+    if more:
+        out.append(f'<p>{_e(preflight_left_out_text(more))}</p>')
     for c, d in damaged_files(run):
         if is_preflight(c, d):
             out.append(f'<h2>Preflight: {_e(c.where if c else run.label)}: DAMAGED</h2>'

@@ -19,9 +19,10 @@ from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_n
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
-                   METRIC_HEADER, REPRODUCE_HEADER, TEXT, case_rows, damage_rows,
-                   finding_rows, first_screen, is_preflight, judged_by, link_target,
-                   metric_rows, recorded_rows, reproduce_rows, summary_lines)
+                   METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, finding_rows,
+                   first_screen, is_preflight, judged_by, link_target,
+                   preflight_left_out_text, recorded_rows, shown_case_rows,
+                   shown_judged_rows, shown_preflight, shown_reproduce_rows, summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
@@ -176,28 +177,32 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
     if damage:
         out += ['', '## Damaged results', '', DAMAGE_TEXT, '',
                 md_table(DAMAGE_HEADER, damage)]
-    out += ['', '## Checks', '',
-            md_table(CASE_HEADER, case_rows(model))]
-    judged = metric_rows(model, True)
+    cases, left = shown_case_rows(model)
+    out += ['', '## Checks', '', md_table(CASE_HEADER, cases)] + ['', t(left)] * bool(left)
+    judged, left = shown_judged_rows(model)
     out += ['', '## Judged measurements', '',
             'Each performance variable with a reference of the site: value, reference, '
             'absolute bounds, unit and verdict.', '']
     out.append(md_table(METRIC_HEADER, judged) if judged else '_No judged measurements._')
-    repro = reproduce_rows(model)
+    out += ['', t(left)] * bool(left)
+    repro, left = shown_reproduce_rows(model)
     if repro:
         out += ['', '## Reproducing a verdict', '',
                 'For each judged check: the kernel and its version, the command line that '
                 'produced the result, and the reference file and entry it was judged by.', '',
-                md_table(REPRODUCE_HEADER, repro)]
+                md_table(REPRODUCE_HEADER, repro)] + ['', t(left)] * bool(left)
     out += _nodes(model)
     if model.failures:
         out += ['', '## Failures and likely causes', '']
         for e in model.failures:
             out += _failure(e, model)
     out += _plots(model, plot_dir_rel, out_dir)
-    for label, doc in model.preflight:
+    preflights, more = shown_preflight(model)
+    for label, doc in preflights:
         out += ['', f'## Preflight: {t(label)}: {t(doc.get("verdict", ""))}', '',
                 md_table(FINDING_HEADER, finding_rows(pf.findings_of(doc)))]
+    if more:
+        out += ['', t(preflight_left_out_text(more))]
     for c, d in damaged_files(run):
         if is_preflight(c, d):
             out += ['', f'## Preflight: {t(c.where if c else run.label)}: DAMAGED', '',

@@ -90,6 +90,92 @@ def case_rows(model):
     return rows
 
 
+#: A report's tables of cases (the checks, their judged measurements, the commands that
+#: reproduce them) show every row of a run that fits in this many; beyond, the rows of
+#: what did not pass first, then others up to it, and say how many more there are (a
+#: sweep of 10,000 nodes has 100,000 cases, 280,000 judged values: a table no one reads).
+#: Every case stays in the run's documents, and each result in verdict.json.
+TABLE_ROWS_MAX = 2000
+#: The preflight documents shown each with its findings (and a summary line); the others
+#: are counted (the settings most nodes share are in the fleet's section).
+PREFLIGHT_SHOWN_MAX = 20
+
+
+def bounded(pairs, limit):
+    '''[(row, notable)] -> (the rows shown, how many notable ones and how many others are
+    left out): all of them where they fit in `limit`; else the notable ones first.'''
+    if len(pairs) <= limit:
+        return [r for r, _ in pairs], 0, 0
+    notable = [r for r, n in pairs if n]
+    others = [r for r, n in pairs if not n]
+    shown = notable[:limit]
+    shown += others[:limit - len(shown)]
+    left = len(notable) - min(len(notable), limit)
+    return shown, left, len(pairs) - len(shown) - left
+
+
+def _left_out(what, notable, others):
+    '''The line under a bounded table: how many rows it leaves out, and where they are.'''
+    if not notable and not others:
+        return ''
+    bad = f' ({notable} of them not passed)' if notable else ''
+    return (f'... and {notable + others} more {what}{bad}, left out of this table: each '
+            'in the run\'s documents (listed at the end) and verdict.json.')
+
+
+def _made_once(model, key, make):
+    made = model.__dict__.setdefault('_rows', {})
+    if key not in made:
+        made[key] = make()
+    return made[key]
+
+
+def shown_case_rows(model):
+    '''(the Checks table's rows, its left-out line).'''
+    def make():
+        rows = case_rows(model)
+        shown, notable, others = bounded([(r, r[3] != Result.PASS.upper()) for r in rows],
+                                         TABLE_ROWS_MAX)
+        return shown, _left_out('cases', notable, others)
+    return _made_once(model, 'cases', make)
+
+
+def shown_judged_rows(model):
+    '''(the Judged measurements table's rows, its left-out line).'''
+    def make():
+        shown, notable, others = bounded(
+            [((c, m), m.verdict is not Result.PASS) for c, m in _metrics(model, True)],
+            TABLE_ROWS_MAX)
+        return [_metric_row(c, m) for c, m in shown], _left_out('judged values', notable,
+                                                                 others)
+    return _made_once(model, 'judged', make)
+
+
+def shown_reproduce_rows(model):
+    '''(the Reproducing a verdict table's rows, its left-out line).'''
+    def make():
+        shown, notable, others = bounded(reproduce_rows(model, notable=True), TABLE_ROWS_MAX)
+        return shown, _left_out('judged cases', notable, others)
+    return _made_once(model, 'reproduce', make)
+
+
+def shown_preflight(model):
+    '''(the preflight documents shown each with its findings: [(label, doc)], how many
+    more): those the tool itself did not call compliant first.'''
+    def make():
+        shown, notable, others = bounded(
+            [((label, doc), doc.get('verdict') != 'COMPLIANT')
+             for label, doc in model.preflight], PREFLIGHT_SHOWN_MAX)
+        return shown, notable + others
+    return _made_once(model, 'preflight', make)
+
+
+def preflight_left_out_text(more):
+    return (f'... and {more} more preflight documents, each with its findings in its '
+            'file (listed at the end); the settings most nodes share are in the fleet\'s '
+            'section.') if more else ''
+
+
 def _some(texts, limit, width=90):
     '''A few of `texts` on one line (each cut to `width`), with how many more there are.'''
     cut = [t if len(t) <= width else t[:width - 1] + '\u2026' for t in texts[:limit]]
@@ -150,9 +236,10 @@ def entry_text(m):
     return f'{e.label}' + (' (changed since the run)' if changed else '')
 
 
-def reproduce_rows(model):
+def reproduce_rows(model, notable=False):
     '''For each judged case: kernel and version, the command line, the references judged
-    by: what a second engineer needs to rerun exactly that check.'''
+    by: what a second engineer needs to rerun exactly that check. With `notable`: each
+    row with whether its case did not pass, [(row, notable)].'''
     rows = []
     for c in model.cases:
         judged = [m for m in c.metrics if m.judged]
@@ -163,7 +250,8 @@ def reproduce_rows(model):
         entries = sorted({m.entry.label.rsplit(' / ', 1)[0] for m in judged
                           if m.entry is not None})
         refs = '; '.join(entries) or (model.judgement.references if model.judgement else '')
-        rows.append([c.check, c.where, kernel, command_of(c, model.run.path) or '-', refs])
+        row = [c.check, c.where, kernel, command_of(c, model.run.path) or '-', refs]
+        rows.append((row, c.result is not Result.PASS) if notable else row)
     return rows
 
 
@@ -191,15 +279,6 @@ def command_of(case, run_path):
     return ''
 
 
-def metric_rows(model, judged):
-    '''The judged (or the recorded) metrics' rows of the report's tables; made once per
-    model, since the Markdown and the HTML both show them (10,000 cases: 100,000 rows).'''
-    made = model.__dict__.setdefault('_metric_rows', {})
-    if judged not in made:
-        made[judged] = _metric_rows(model, judged)
-    return made[judged]
-
-
 #: The recorded (not judged) values a report lists; beyond, it says how many more there
 #: are. They stay in the run's documents and report.json, which the report lists: a sweep
 #: of 1,000 nodes records 200,000 diagnostics, a table no one reads (32 MB of HTML).
@@ -208,20 +287,24 @@ RECORDED_ROWS_MAX = 2000
 
 def recorded_rows(model):
     '''(the recorded metrics' rows the report shows, how many more it leaves out).'''
-    rows = metric_rows(model, False)
-    return rows[:RECORDED_ROWS_MAX], max(0, len(rows) - RECORDED_ROWS_MAX)
+    def make():
+        recorded = _metrics(model, False)
+        return ([_metric_row(c, m) for c, m in recorded[:RECORDED_ROWS_MAX]],
+                max(0, len(recorded) - RECORDED_ROWS_MAX))
+    return _made_once(model, 'recorded', make)
 
 
-def _metric_rows(model, judged):
-    rows = []
-    for c in model.cases:
-        for m in c.metrics:
-            if m.judged != judged:
-                continue
-            rows.append([c.check, c.where, ', '.join(c.nodes), m.name, fmt(m.value),
-                         fmt(m.ref) if m.judged else '', fmt_bounds(m), m.unit,
-                         m.verdict.upper() if m.judged else Result.RECORDED.value, entry_text(m)])
-    return rows
+def _metrics(model, judged):
+    '''[(case, metric)] of the judged (or the recorded) metrics, in the run's order.'''
+    return [(c, m) for c in model.cases for m in c.metrics if m.judged == judged]
+
+
+def _metric_row(c, m):
+    '''A metric's row of the report's tables (formatted only for the rows shown: a sweep
+    of 10,000 nodes has 280,000 judged values).'''
+    return [c.check, c.where, ', '.join(c.nodes), m.name, fmt(m.value),
+            fmt(m.ref) if m.judged else '', fmt_bounds(m), m.unit,
+            m.verdict.upper() if m.judged else Result.RECORDED.value, entry_text(m)]
 
 
 METRIC_HEADER = ['check', 'partition', 'node(s)', 'metric', 'value', 'reference', 'bounds',
@@ -259,7 +342,8 @@ def summary_lines(model):
     parts = [f'{v} {k}' for k, v in sorted(model.counts.items())]
     lines.append([(TEXT, f'{n} check case(s): '), (VALUE, ', '.join(parts) if parts
                                                     else 'none')])
-    for label, doc in model.preflight:
+    shown, more = shown_preflight(model)
+    for label, doc in shown:
         s = pf.summary(pf.findings_of(doc))
         required = model.judgement.compliance_preflight if model.judgement else []
         line = [(TEXT, 'Preflight '), (VALUE, label),
@@ -271,6 +355,8 @@ def summary_lines(model):
         for i, p in enumerate(required):
             line += [(TEXT, ', ')] * bool(i) + [(CODE, p)]
         lines.append(line + ([] if required else [(TEXT, 'none of them')]))
+    if more:
+        lines.append([(TEXT, preflight_left_out_text(more))])
     return lines
 
 

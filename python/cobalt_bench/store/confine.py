@@ -34,13 +34,35 @@ def _real(root):
     return os.path.realpath(root)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _real_dir(path):
+    # A directory of the run, resolved once per process: a sweep's files are a few per
+    # node directory (realpath walks every component of every file: 8 % of a report).
+    return os.path.realpath(path)
+
+
+def _realpath(full):
+    '''os.path.realpath(full), with its directory resolved once (_real_dir): only the
+    last component is looked at for each file.'''
+    where, name = os.path.split(full)
+    if name in ('', '.', '..'):
+        return os.path.realpath(full)
+    candidate = os.path.join(_real_dir(where), name)
+    try:
+        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+            return candidate
+    except OSError:
+        return candidate
+    return os.path.realpath(candidate)
+
+
 def escapes(path, root):
     '''Why `path` leaves the run directory `root` ('' when it stays in it): a `..`
     component, or a real location (symlinks followed) outside the run.'''
     if '..' in str(path).split(os.sep):
         return f'{REFUSED}: the path has a ".." component (outside the run directory)'
     full = os.path.join(root, path)
-    if _inside(os.path.realpath(full), _real(root)):
+    if _inside(_realpath(full), _real(root)):
         return ''
     # Outside: named as a path elsewhere, or as a link from inside leading out.
     if _inside(os.path.abspath(full), os.path.abspath(root)):

@@ -60,11 +60,13 @@ class _Refused(Exception):
 def _unique_keys(pairs):
     '''An object whose keys are each given once: a document with a key twice ("metrics" in
     two places) says two things, and the last one would win unseen.'''
-    obj = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _Refused(f'the key {show(key)} is given twice in one object')
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):      # the common case costs one C call (a sweep: 300,000)
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Refused(f'the key {show(key)} is given twice in one object')
+            seen.add(key)
     return obj
 
 

@@ -224,6 +224,10 @@ CASES = [
     *itertools.product([99.7, 99.8, 100.0, 200.0], [100.0], [None, -0.0025, -1, -2],
                        [None, 0.0, 0.5]),
     *itertools.product([-3.0, -2.0, -1.5], [-2.0], [None, -0.5, 0.1], [None, 0.1, 2.0]),
+    # Not a number, infinities, and the exact bounds of 8 -0.25 % (site.bounds compares
+    # them itself, with the bounds ReFrame computes: issue 39).
+    *itertools.product([float('nan'), float('inf'), -float('inf'), 7.98, 8.0 * (1 - 0.0025),
+                        8, 8.0 * (1 + 0.1)], [8.0], [None, -0.0025], [None, 0.1]),
 ]
 
 

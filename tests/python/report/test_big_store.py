@@ -13,6 +13,7 @@ import struct
 
 import pytest
 
+from cobalt_bench.report import rows
 from cobalt_bench.store import reader
 from plugins.checkout import DATA, cobalt_cli
 
@@ -67,11 +68,13 @@ def test_many_job_documents(tmp_path):
     # Aggregated: the plot says how many it shows of how many.
     assert 'mem-test per NUMA domain' in md and 'of 3000 NUMA domains' in md
     checks = md.split('\n## Checks\n')[1].split('\n## ')[0]
-    assert checks.count('| mem-test | job ') == 3000
-    # Every case is listed; the recorded diagnostics up to a bound, and how many more.
+    # The cases up to a bound, and how many more (unjudged: no site named; issue 39);
+    # the recorded diagnostics up to a bound, and how many more.
     recorded = md.split('\n## Recorded measurements (not judged)\n')[1].split('\n---')[0]
     assert recorded.count('\n| mem-test |') == 2000
     assert re.search(r'\.\.\. and \d+ more recorded values', recorded), recorded[-300:]
+    assert checks.count('| mem-test | job ') == rows.TABLE_ROWS_MAX == 2000
+    assert '... and 1000 more cases (1000 of them not passed)' in checks
 
 
 def test_a_huge_node_name(tmp_path):

@@ -11,6 +11,7 @@ from cobalt_bench import site as site_mod
 from cobalt_bench.judging import judge as jd
 from cobalt_bench.report import fleet as rp_fleet
 from cobalt_bench.report import model as rp_model
+from cobalt_bench.report import rows as rp_rows
 from cobalt_bench.report.html import render_html
 from cobalt_bench.report.markdown import render_markdown
 from cobalt_bench.report.rows import case_rows
@@ -175,3 +176,46 @@ def test_big_sweep_is_bounded(tmp_path):
     plots = [p for p in model.plots if p.name.startswith('nodes-')]
     assert plots and all(p.png for p in plots)
     assert any('histogram' in p.caption for p in plots)
+
+
+def test_a_big_runs_tables_show_what_did_not_pass_and_count_the_rest(monkeypatch):
+    '''Past rows.TABLE_ROWS_MAX rows, the tables of cases (checks, judged values, the
+    commands) show every row that did not pass first, then others up to it, and say how
+    many more there are; past rows.PREFLIGHT_SHOWN_MAX preflight documents, the others
+    are counted. Within them (every test above), every row is shown in the run's order.'''
+    monkeypatch.setattr(rp_rows, 'TABLE_ROWS_MAX', 40)
+    monkeypatch.setattr(rp_rows, 'PREFLIGHT_SHOWN_MAX', 5)
+    run = sweep(n=60, slow={'n17': 6.0, 'n42': 6.5})       # 120 cases, 2 failed
+    model = rp_model.build(run, site='local', with_plots=False)
+    md = render_markdown(model)
+    page = render_html(model)
+
+    def section(name):
+        return md.split(f'## {name}\n')[1].split('\n## ')[0]
+    checks = [r for r in section('Checks').splitlines() if r.startswith('| ')][1:]
+    assert len(checks) == 40
+    # n17's and n42's MemTest, n3's Preflight (a required setting failed) first.
+    failed = [r for r in checks if '| FAIL |' in r]
+    assert sorted(r.split(' | ')[2] for r in failed) == ['n17', 'n3', 'n42']
+    assert checks[:3] == failed
+    assert '... and 80 more cases, left out of this table' in section('Checks')
+    judged = [r for r in section('Judged measurements').splitlines() if r.startswith('| ')][1:]
+    assert len(judged) == 40 and judged[0].startswith('| MemTest') and '| FAIL |' in judged[0]
+    assert re.search(r'\.\.\. and \d+ more judged values \(\d+ of them not passed\)|'
+                     r'\.\.\. and \d+ more judged values, left out',
+                     section('Judged measurements'))
+    preflights = re.findall(r'^## Preflight: ', md, re.M)
+    assert len(preflights) == 5
+    assert '... and 55 more preflight documents' in md
+    assert '... and 80 more cases, left out of this table' in page
+    assert page.count('<h2>Preflight: ') == 5
+
+
+def test_every_failure_is_counted_where_they_are_more_than_a_table_holds(monkeypatch):
+    monkeypatch.setattr(rp_rows, 'TABLE_ROWS_MAX', 10)
+    run = sweep(n=30, slow={f'n{i}': 6.0 for i in range(1, 31)})     # every MemTest fails
+    md = render_markdown(rp_model.build(run, site='local', with_plots=False))
+    checks = md.split('## Checks\n')[1].split('\n## ')[0]
+    assert sum('| FAIL |' in r for r in checks.splitlines()) == 10
+    # 31 not passed (30 MemTest, n3's Preflight): 10 shown, 21 counted, and 29 others.
+    assert '... and 50 more cases (21 of them not passed)' in checks
