@@ -14,6 +14,8 @@ node=${SLURMD_NODENAME:-$(hostname -s)}
 say() { echo "node-pack $node: $*"; }
 # shellcheck source=cobalt-job.sh
 . "$CB_JOBS_DIR/lib/cobalt-job.sh" || exit 3
+# shellcheck source=capacity.sh
+. "$CB_JOBS_DIR/lib/capacity.sh" || exit 3
 # shellcheck source=shared-host.sh
 . "$CB_JOBS_DIR/lib/shared-host.sh" || exit 3
 
@@ -76,6 +78,9 @@ for test in "${plan[@]}"; do
     if [ "$test" = mem-capacity ] && [ -n "${NODE_SWEEP_SHARED_HOST:-}" ]; then
         # Nodes that are one machine (node-sweep.slurm found it): in turns, lib/shared-host.sh.
         cb_capacity_in_turns "$1" "$node" "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
+    elif [ "$test" = mem-capacity ]; then
+        # Its median of CB_CAPACITY_ROUNDS runs (lib/capacity.sh).
+        cb_capacity_rounds "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
     else
         "$program" "${opts[@]}" --json "$json" > "$dir/$test-$jobid.out" 2>&1
     fi

@@ -6,12 +6,11 @@
 # the turns take. So: every node waits until the others are done with their other tests
 # (or are lost: DOWN in Slurm), the first one done writes the order of turns (DIR/.order),
 # and they take turns in that order, CB_CAPACITY_ROUNDS rounds (default 3); each node keeps
-# its median run (a run that failed, killed or unverified, is kept instead: a failure is
-# never dropped), and the judgements wait until every turn is done. A node that arrives
-# late runs after the turns. Nothing here is used on a cluster of separate machines.
+# its median run as on a machine of its own (lib/capacity.sh: a failed run is kept
+# instead), and the judgements wait until every turn is done. A node that arrives late
+# runs after the turns. Nothing here is used on a cluster of separate machines.
 #   cb_capacity_in_turns SWEEP_DIR NODE JSON LOG PROGRAM [OPTIONS...]; rc=$?
-
-CB_CAPACITY_ROUNDS=${CB_CAPACITY_ROUNDS:-3}
+# (lib/capacity.sh is sourced first: CB_CAPACITY_ROUNDS, cb_capacity_keep.)
 CB_TURN_TIMEOUT_S=${CB_TURN_TIMEOUT_S:-60}
 CB_READY_TIMEOUT_S=${CB_READY_TIMEOUT_S:-120}
 
@@ -62,7 +61,7 @@ _cb_order() {
 }
 
 cb_capacity_in_turns() {
-    local sweep=$1 node=$2 json=$3 log=$4 n i=-1 k r rc turn best
+    local sweep=$1 node=$2 json=$3 log=$4 n i=-1 k r rc turn
     shift 4
     : > "$sweep/.ready-$node"
     [ -e "$sweep/.order" ] || _cb_order "$sweep"
@@ -85,23 +84,6 @@ cb_capacity_in_turns() {
         [ "$i" -lt 0 ] || _cb_pass_turn "$sweep" $((turn + 1)) "$node"
     done
     _cb_wait_turn "$sweep" $((CB_CAPACITY_ROUNDS * n)) || true
-    best=$(printf '%s\n' "${runs[@]}" | python3 -c '
-import json, sys
-runs = [line.split(" ", 1) for line in sys.stdin.read().splitlines()]
-failed = [(rc, path) for rc, path in runs if rc not in ("0", "1")]
-if failed:                                  # a failure is kept, never a median
-    print(*failed[0]); sys.exit()
-speeds = []
-for rc, path in runs:
-    try:
-        speeds.append((json.load(open(path))["metrics"]["measured_speed"]["value"], rc, path))
-    except (OSError, ValueError, KeyError, TypeError):
-        print(rc, path); sys.exit()          # unreadable: that one, for the judge to name
-speeds.sort()
-print(*speeds[len(speeds) // 2][1:])')
-    rc=${best%% *}
-    echo "shared host: $CB_CAPACITY_ROUNDS rounds in turns; kept ${best#* } (exit status $rc)" >> "$log"
-    [ -e "${best#* }" ] && mv -f "${best#* }" "$json"
-    rm -f "$json".round*
-    return "$rc"
+    echo "shared host: $CB_CAPACITY_ROUNDS rounds in turns" >> "$log"
+    cb_capacity_keep "$json" "$log" "${runs[@]}"
 }
