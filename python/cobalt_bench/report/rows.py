@@ -291,7 +291,7 @@ def recorded_rows(model):
         recorded = _metrics(model, False)
         return ([_metric_row(c, m) for c, m in recorded[:RECORDED_ROWS_MAX]],
                 max(0, len(recorded) - RECORDED_ROWS_MAX))
-    return _made_once(model, 'recorded', make)
+    return _made_once(model, 'recorded rows', make)
 
 
 def _metrics(model, judged):

@@ -201,13 +201,16 @@ def with_job_judgements(run):
                 continue
             if isinstance(rec.get('site_dir'), str):
                 sites.add(rec['site_dir'])
+            changes = {}
             if isinstance(rec.get('partition'), str):
-                case = replace(case, judged_partition=rec['partition'])
+                changes['judged_partition'] = rec['partition']
             if isinstance(rec.get('command'), str):
-                case = replace(case, command=rec['command'])
+                changes['command'] = rec['command']
             status = record_status(rec)
             if status is not None:
-                case = replace(case, exit_status=status)
+                changes['exit_status'] = status
+            if changes:
+                case = replace(case, **changes)
         cases.append(case)
     for path in run.sources:    # the records of jobs that left no document
         rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
