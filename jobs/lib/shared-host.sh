@@ -5,12 +5,16 @@
 # share the machine, and one node at a time measures the machine's drift over the minute
 # the turns take. So: every node waits until the others are done with their other tests
 # (or are lost: DOWN in Slurm), the first one done writes the order of turns (DIR/.order),
-# and they take turns in that order, CB_CAPACITY_ROUNDS rounds (default 3); each node keeps
+# and they take turns in that order, CB_TURN_ROUNDS rounds (default 5); each node keeps
 # its median run as on a machine of its own (lib/capacity.sh: a failed run is kept
-# instead), and the judgements wait until every turn is done. A node that arrives late
-# runs after the turns. Nothing here is used on a cluster of separate machines.
+# instead), and the judgements wait until every turn is done. Five rounds, not the three
+# of a machine of its own: what else runs on the one machine slows a stretch of
+# consecutive turns (CI saw two of one node's three rounds 20 % down, and named it), and
+# five rounds spread each node's runs over minutes. A node that arrives late runs after
+# the turns. Nothing here is used on a cluster of separate machines.
 #   cb_capacity_in_turns SWEEP_DIR NODE JSON LOG PROGRAM [OPTIONS...]; rc=$?
-# (lib/capacity.sh is sourced first: CB_CAPACITY_ROUNDS, cb_capacity_keep.)
+# (lib/capacity.sh is sourced first: cb_capacity_keep.)
+CB_TURN_ROUNDS=${CB_TURN_ROUNDS:-5}
 CB_TURN_TIMEOUT_S=${CB_TURN_TIMEOUT_S:-60}
 CB_READY_TIMEOUT_S=${CB_READY_TIMEOUT_S:-120}
 
@@ -71,8 +75,8 @@ cb_capacity_in_turns() {
     local runs=()
     : > "$log"
     [ "$i" -ge 0 ] || { echo "shared host: late for the turns: runs after them" >> "$log"
-                        _cb_wait_turn "$sweep" $((CB_CAPACITY_ROUNDS * n)); }
-    for ((r = 0; r < CB_CAPACITY_ROUNDS; r++)); do
+                        _cb_wait_turn "$sweep" $((CB_TURN_ROUNDS * n)); }
+    for ((r = 0; r < CB_TURN_ROUNDS; r++)); do
         if [ "$i" -ge 0 ]; then
             turn=$((r * n + i))
             _cb_wait_turn "$sweep" "$turn" ||
@@ -83,7 +87,7 @@ cb_capacity_in_turns() {
         runs+=("$rc $json.round$r")
         [ "$i" -lt 0 ] || _cb_pass_turn "$sweep" $((turn + 1)) "$node"
     done
-    _cb_wait_turn "$sweep" $((CB_CAPACITY_ROUNDS * n)) || true
-    echo "shared host: $CB_CAPACITY_ROUNDS rounds in turns" >> "$log"
+    _cb_wait_turn "$sweep" $((CB_TURN_ROUNDS * n)) || true
+    echo "shared host: $CB_TURN_ROUNDS rounds in turns" >> "$log"
     cb_capacity_keep "$json" "$log" "${runs[@]}"
 }

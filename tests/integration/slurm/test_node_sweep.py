@@ -258,7 +258,8 @@ def test_a_node_lost_in_the_sweep_is_named(tmp_path, fleet, new_site):
 def crash(node, jobid, state_dir):
     '''What a crashed node leaves of a job: nothing that answers. The node's slurmd, the
     job's batch step daemon (the batch host's) and every process of the job that runs as
-    that node, with its step daemon, killed (SIGKILL); Slurm finds out by its pings.'''
+    that node, with its step daemon, stopped and then killed (SIGSTOP, SIGKILL); Slurm
+    finds out by its pings.'''
     victims = {int((state_dir / 'run' / f'slurmd-{node}.pid').read_text())}
     for pid in map(int, filter(str.isdigit, os.listdir('/proc'))):
         try:
@@ -272,11 +273,15 @@ def crash(node, jobid, state_dir):
         elif f'SLURM_JOB_ID={jobid}'.encode() in environ and \
                 f'SLURMD_NODENAME={node}'.encode() in environ:
             victims.update({pid, int(stat.rsplit(')', 1)[1].split()[1])})   # and its parent
-    for pid in victims:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    # All at once, as a crash: frozen first, so that none of them sees another die and
+    # acts on it (an srun whose helper dies first cancels its step: CI saw the watchdog's
+    # step cancelled so), then killed.
+    for sig in (signal.SIGSTOP, signal.SIGKILL):
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def test_a_lost_batch_host_ends_the_sweep_within_minutes_naming_it(tmp_path, fleet,
