@@ -244,13 +244,14 @@ def node_history(base, site=None, last=LAST_RUNS, fails=FLAKY_FAILS, node=None,
             if max_runs is not None and history.runs_read >= max_runs:
                 break
             label = f'{s}/{r}'
-            if run_state(path)[0] is RunState.RUNNING:
+            state = run_state(path)[0]
+            if state is RunState.RUNNING:
                 history.running.append(label)
                 continue
             if here is not None and os.path.realpath(path) == here:
                 date, cases = run_date(current), node_cases(current)
             else:
-                read = _read_run(path, index)
+                read = _read_run(path, index, indexable=state is RunState.COMPLETE)
                 if isinstance(read, str):
                     history.unreadable.append((label, read))
                     continue
@@ -268,10 +269,10 @@ def node_history(base, site=None, last=LAST_RUNS, fails=FLAKY_FAILS, node=None,
     return history
 
 
-def _read_run(path, index):
+def _read_run(path, index, indexable):
     '''(date, {node: [Entry, or its JSON]}) of a finished run, from the store's index while
-    it holds this report.json, else read from its documents (and indexed); why, where it
-    cannot be read.'''
+    it holds this report.json, else read from its documents (and indexed where
+    `indexable`: the run is complete); why, where it cannot be read.'''
     indexed = index.lookup(path)
     if indexed is not None:
         return indexed
@@ -281,7 +282,7 @@ def _read_run(path, index):
     except CannotRun as err:
         return str(err)
     date, cases = run_date(run), node_cases(run)
-    if run_state(path)[0] is RunState.COMPLETE:
+    if indexable:
         index.keep(path, stamp, date, {n: [e.to_json() for e in es]
                                        for n, es in cases.items()})
     return date, cases
