@@ -119,14 +119,17 @@ static void plan_fault(mt_run *run)
     atomic_store(&run->fault_pending, 1);
 }
 
-/* MEM_TEST_KERNELS=generic|sse2|avx2|avx512 forces the copy and transpose kernels
- * (default: the best this CPU runs), so that each path can be run and its
- * verification tested on one machine; a level the CPU lacks is a usage error. */
+/* MEM_TEST_KERNELS=generic|sse2|avx2|avx512 forces the copy and transpose kernels and
+ * MEM_TEST_BAND_ROWS the corner turn's band height (default: this CPU's best), so that
+ * each can be run, compared and tested on one machine; a level the CPU lacks is a usage
+ * error. */
 static void plan_kernels(void)
 {
-    const char *name = getenv("MEM_TEST_KERNELS"), *why;
+    const char *name = getenv("MEM_TEST_KERNELS"), *rows = getenv("MEM_TEST_BAND_ROWS"), *why;
     if (name && *name && mt_set_kernels(name, &why) != 0)
         cb_usage_error("MEM_TEST_KERNELS=%s: %s (this CPU runs up to %s)", name, why, mt_isa());
+    if (rows && *rows && mt_set_band_rows(rows, &why) != 0)
+        cb_usage_error("MEM_TEST_BAND_ROWS=%s: %s", rows, why);
 }
 
 /* The NUMA nodes to use: --numa-nodes, checked against the machine, or all. */
@@ -688,6 +691,7 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_num(j, "scheduled_duration_s", run->sched_s);
     cbj_int(j, "threads", run->nworkers);
     cbj_str(j, "kernels", mt_isa());
+    cbj_int(j, "transpose_band_rows", mt_band_rows()); /* of the 64-bit corner turn */
     /* The machine's architecture as the kernel reports it (uname -m): which build ran,
      * x86_64 or aarch64 (the arm partition), whatever the compiler targeted. */
     struct utsname u;

@@ -226,15 +226,16 @@ DEFINE_TRANSPOSE(tr128, u128)
  *   whose address matches a pending streaming store modulo 4 KiB wait for it to reach
  *   memory, and scattered stores keep more of them pending.
  * Needs rows % 8 == 0 and a 64-byte aligned dst (whole, aligned output lines); the
- * last cols % 8 columns go to the portable tile loop. */
-#define BAND_TILES 8
+ * last cols % 8 columns go to the portable tile loop.
+ * The band's height is the one thing no single value suits (band_tiles_here). */
+#define BAND_TILES_MAX 8
 #define PREFETCH_STEPS 12
 
-/* 8x8 tiles in the band starting at row rb */
-static inline int band_tiles(size_t rows, size_t rb)
+/* 8x8 tiles in the band starting at row rb, bands of `tiles` tiles */
+static inline int band_tiles(size_t rows, size_t rb, int tiles)
 {
     size_t left = (rows - rb) / 8;
-    return left < BAND_TILES ? (int)left : BAND_TILES;
+    return left < (size_t)tiles ? (int)left : tiles;
 }
 
 /* The portable 8x8 kernel, written with GNU C vector extensions (gcc, clang): rows
@@ -271,14 +272,15 @@ typedef uint64_t mt_v8 __attribute__((vector_size(64)));
  * aligned 64-byte output line, FENCE orders the streaming stores before the caller's
  * verification reads. */
 #define DEFINE_BAND_V8(name, ATTR, STORE, FENCE)                                   \
-    ATTR static void name(uint64_t *d, const uint64_t *s, size_t rows, size_t cols) \
+    ATTR static void name(uint64_t *d, const uint64_t *s, size_t rows, size_t cols, \
+                          int tiles)                                               \
     {                                                                              \
         size_t cfull = cols & ~(size_t)7;                                          \
-        for (size_t rb = 0; rb < rows; rb += 8 * BAND_TILES) {                     \
-            int nt = band_tiles(rows, rb);                                         \
+        for (size_t rb = 0; rb < rows; rb += 8 * (size_t)tiles) {                  \
+            int nt = band_tiles(rows, rb, tiles);                                  \
             const uint64_t *sb = s + rb * cols;                                    \
             for (size_t c = 0; c < cfull; c += 8) {                                \
-                mt_v8 a[BAND_TILES][8];                                            \
+                mt_v8 a[BAND_TILES_MAX][8];                                        \
                 for (int k = 0; k < 8 * nt; k++) {                                 \
                     const uint64_t *sr = sb + (size_t)k * cols + c;                \
                     __builtin_prefetch(sr + 8 * PREFETCH_STEPS);                   \
@@ -336,14 +338,14 @@ __attribute__((target("avx2"), always_inline)) static inline void tile8_avx2(con
 
 /* The band kernel of the comment above with 256-bit registers. */
 __attribute__((target("avx2"))) static void tr64_avx2(uint64_t *d, const uint64_t *s,
-                                                      size_t rows, size_t cols)
+                                                      size_t rows, size_t cols, int tiles)
 {
     size_t cfull = cols & ~(size_t)7;
-    for (size_t rb = 0; rb < rows; rb += 8 * BAND_TILES) {
-        int nt = band_tiles(rows, rb);
+    for (size_t rb = 0; rb < rows; rb += 8 * (size_t)tiles) {
+        int nt = band_tiles(rows, rb, tiles);
         const uint64_t *sb = s + rb * cols;
         for (size_t c = 0; c < cfull; c += 8) {
-            __m256i o[BAND_TILES][16];
+            __m256i o[BAND_TILES_MAX][16];
             for (int t = 0; t < nt; t++)
                 tile8_avx2(sb + (size_t)t * 8 * cols + c, cols, o[t]);
             for (int j = 0; j < 8; j++) {
@@ -361,6 +363,68 @@ __attribute__((target("avx2"))) static void tr64_avx2(uint64_t *d, const uint64_
 }
 #endif
 
+typedef void band_fn(uint64_t *d, const uint64_t *s, size_t rows, size_t cols, int tiles);
+
+/* The band kernel of the chosen level. */
+static band_fn *band_kernel(void)
+{
+#if defined(__x86_64__)
+    if (kernel_level() == K_AVX512)
+        return tr64_avx512;
+    if (kernel_level() == K_AVX2)
+        return tr64_avx2;
+#endif
+    return tr64_generic;
+}
+
+/* Whether the band kernels take this shape: whole, aligned output lines. */
+static int banded(const void *dst, size_t rows)
+{
+    return rows % 8 == 0 && ((uintptr_t)dst & 63) == 0;
+}
+
+static int forced_tiles; /* mt_set_band_rows; 0: the CPU's own height */
+
+/* Tiles per band on this CPU: 2 (16 rows) on AMD CPUs with AVX-512 (Zen 4 and later),
+ * 8 (64 rows) elsewhere. Measured with bench/mem-test, forcing each height with
+ * MEM_TEST_BAND_ROWS: on an AMD EPYC Zen 4 VM 16-row bands turned both mem-test block
+ * shapes 10-20 % faster than 64-row ones, at the AVX2 and AVX-512 levels alike; Zen 3
+ * and an Intel Xeon were fastest with 64 rows. Timing the heights on the thread's own
+ * rings before the run was tried and rejected: back-to-back turns of one ring rank the
+ * heights within 5 % of each other and picked a different one from run to run. */
+static int band_tiles_here(void)
+{
+    static int own; /* found once */
+    if (forced_tiles)
+        return forced_tiles;
+    if (!own) {
+        own = BAND_TILES_MAX;
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f"))
+            own = 2;
+#endif
+    }
+    return own;
+}
+
+int mt_set_band_rows(const char *rows, const char **why)
+{
+    static const char *const heights[] = {"", "8", "16", "32", "64"};
+    for (int k = 0; k < 5; k++)
+        if (strcmp(rows, heights[k]) == 0) {
+            forced_tiles = k ? 1 << (k - 1) : 0;
+            return 0;
+        }
+    *why = "not one of the band heights 8, 16, 32, 64";
+    return -1;
+}
+
+int mt_band_rows(void)
+{
+    return 8 * band_tiles_here();
+}
+
 void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t esize)
 {
     switch (esize) {
@@ -368,21 +432,11 @@ void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t e
         tr32(dst, src, rows, cols, 0, rows, 0, cols);
         break;
     case 8:
-        if (rows % 8 != 0 || ((uintptr_t)dst & 63) != 0) { /* no whole output lines */
+        if (!banded(dst, rows)) {
             tr64(dst, src, rows, cols, 0, rows, 0, cols);
             break;
         }
-#if defined(__x86_64__)
-        if (kernel_level() == K_AVX512) {
-            tr64_avx512(dst, src, rows, cols);
-            break;
-        }
-        if (kernel_level() == K_AVX2) {
-            tr64_avx2(dst, src, rows, cols);
-            break;
-        }
-#endif
-        tr64_generic(dst, src, rows, cols);
+        band_kernel()(dst, src, rows, cols, band_tiles_here());
         break;
     default:
         tr128(dst, src, rows, cols, 0, rows, 0, cols);

@@ -17,6 +17,12 @@ void mt_copy(void *dst, const void *src, size_t bytes);
 /* Corner turn: src is rows x cols elements of esize bytes (row-major),
  * dst becomes cols x rows: dst[c][r] = src[r][c]. esize is 4, 8 or 16. */
 void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t esize);
+/* Forces the band height of the 64-bit corner turn (MEM_TEST_BAND_ROWS): "8", "16",
+ * "32" or "64" rows; "" goes back to this CPU's own. Returns 0, or -1 with *why saying
+ * what is wrong. */
+int mt_set_band_rows(const char *rows, const char **why);
+/* The band height of the 64-bit corner turn on this CPU, in rows (or as forced). */
+int mt_band_rows(void);
 /* Which kernels run: "avx512", "avx2", "sse2" (x86-64, the best the CPU has unless
  * lowered) or "generic" (portable C; other architectures). */
 const char *mt_isa(void);

@@ -176,13 +176,18 @@ static void test_kernel_levels(void)
         }
         ran++;
         CHECK(strcmp(mt_isa(), names[k]) == 0);
-        test_transpose_shape(128, 1125, 8);
-        test_transpose_shape(1024, 1125, 8);
-        test_transpose_shape(24, 16, 8);   /* one band of 3 tiles (fewer than 64 rows) */
-        test_transpose_shape(72, 19, 8);   /* a full band of 64 rows, then one of 8 */
-        test_transpose_shape(200, 1125, 8); /* 3 full bands, then one of 8 rows */
-        test_transpose_shape(8, 8, 8);
-        test_transpose_shape(16, 3, 8);    /* fewer columns than a tile */
+        static const char *const bands[] = {"8", "16", "32", "64"};
+        for (int b = 0; b < 4; b++) { /* every band height it may use */
+            CHECK(mt_set_band_rows(bands[b], &why) == 0 && mt_band_rows() == atoi(bands[b]));
+            test_transpose_shape(128, 1125, 8);
+            test_transpose_shape(1024, 1125, 8);
+            test_transpose_shape(24, 16, 8);   /* one band of 3 tiles (fewer than 64 rows) */
+            test_transpose_shape(72, 19, 8);   /* a full band of 64 rows, then one of 8 */
+            test_transpose_shape(200, 1125, 8); /* 3 full bands, then one of 8 rows */
+            test_transpose_shape(8, 8, 8);
+            test_transpose_shape(16, 3, 8);    /* fewer columns than a tile */
+        }
+        CHECK(mt_set_band_rows("", &why) == 0);
         const size_t rows = 1024, cols = 1125, n = rows * cols;
         uint64_t *s = aligned(n * 8), *d = aligned(n * 8);
         mt_fill(s, n, 9);
@@ -205,6 +210,20 @@ static void test_kernel_levels(void)
 #endif
     /* back to the best level, which the rest of the tests use */
     CHECK(mt_set_kernels(names[ran - 1], &why) == 0);
+}
+
+/* The band height: this CPU's own unless forced; a height outside the choices is
+ * refused; "" goes back to the CPU's own. */
+static void test_band_rows(void)
+{
+    const char *why = NULL;
+    int own = mt_band_rows();
+    CHECK(own == 16 || own == 64);
+    CHECK(mt_set_band_rows("24", &why) == -1 && why && strstr(why, "8, 16, 32, 64"));
+    CHECK(mt_set_band_rows("016", &why) == -1 && mt_set_band_rows("16x", &why) == -1);
+    CHECK(mt_band_rows() == own);
+    CHECK(mt_set_band_rows("32", &why) == 0 && mt_band_rows() == 32);
+    CHECK(mt_set_band_rows("", &why) == 0 && mt_band_rows() == own);
 }
 
 static void test_options(void)
@@ -251,6 +270,7 @@ int main(void)
     test_transpose_shape(33, 65, 16);
     test_verification();
     test_kernel_levels();
+    test_band_rows();
     printf("mem-test kernels: %s\n", mt_isa());
     CBT_DONE();
 }

@@ -239,3 +239,27 @@ def test_only_the_cpus_of_its_affinity_are_used(tmp_path):
     assert doc['config']['threads'] == 1, doc['config']
     assert [d['cpus'] for d in doc['domains']] == [[cpus[-1]]], doc['domains']
     assert f'1 thread on CPUs {cpus[-1]},' in proc.stdout, proc.stdout
+
+
+def test_band_height_is_the_cpus_own_unless_forced(tmp_path):
+    # 16-row bands on AMD CPUs with AVX-512 (Zen 4 and later), 64 elsewhere (memops.c);
+    # MEM_TEST_BAND_ROWS forces one, verified like any other; anything else is exit 2.
+    cpuinfo = open('/proc/cpuinfo').read()
+    amd = 'AuthenticAMD' in cpuinfo
+    out = tmp_path / 'own.json'
+    r = run(*SMALL, '--ops', 'transpose', '--json', str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    own = 16 if amd and 'avx512' in kernel_levels() else 64
+    assert json.loads(out.read_text())['config']['transpose_band_rows'] == own
+    for rows in ('8', '32'):
+        out = tmp_path / f'{rows}.json'
+        r = run(*SMALL, '--ops', 'transpose', '--json', str(out),
+                env={'MEM_TEST_BAND_ROWS': rows, 'MEM_TEST_FAULT': 'transpose-element'})
+        assert r.returncode == 1, r.stdout + r.stderr
+        doc = json.loads(out.read_text())
+        assert doc['config']['transpose_band_rows'] == int(rows)
+        assert doc['metrics']['verification_errors']['value'] == 1
+    for bad in ('24', 'sixteen', '-8'):
+        r = run(*SMALL, env={'MEM_TEST_BAND_ROWS': bad})
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert f'MEM_TEST_BAND_ROWS={bad}: not one of the band heights 8, 16, 32, 64' in r.stderr
