@@ -18,7 +18,7 @@ from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_
                    METRIC_HEADER, REPRODUCE_HEADER, damage_rows, finding_rows, first_screen,
                    is_preflight, judged_by, link_target, preflight_left_out_text,
                    recorded_rows, shown_case_rows, shown_judged_rows, shown_preflight,
-                   shown_reproduce_rows, summary_lines)
+                   shown_reproduce_rows, shown_sources, summary_lines)
 
 
 CSS = '''
@@ -200,12 +200,15 @@ def render_html(model, out_dir=None):
         out.append(_html_table(METRIC_HEADER[:5] + ['unit'],
                                [r[:5] + [r[7]] for r in recorded], num_cols=(4,)))
         if more:
-            out.append(f'<p>... and {more} more recorded values: in the documents listed '
-                       'below.</p>')
+            out.append(f'<p>... and {more} more recorded values: in the run\'s documents '
+                       '(found as listed below).</p>')
         out.append('</details>')
     out.append(f'<hr><p class="small">cobalt-bench {_e(__version__)}, report written '
                f'{_e(datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"))} from:</p><ul '
                'class="small">')
-    out += [f'<li><code>{_e(s)}</code></li>' for s in model.run.sources]
+    sources, more_sources = shown_sources(model)
+    out += [f'<li><code>{_e(s)}</code></li>' for s in sources]
+    if more_sources:
+        out.append(f'<li>{_e(more_sources)}</li>')
     out.append('</ul></body></html>')
     return '\n'.join(out) + '\n'

@@ -22,7 +22,8 @@ from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, finding_rows,
                    first_screen, is_preflight, judged_by, link_target,
                    preflight_left_out_text, recorded_rows, shown_case_rows,
-                   shown_judged_rows, shown_preflight, shown_reproduce_rows, summary_lines)
+                   shown_judged_rows, shown_preflight, shown_reproduce_rows, shown_sources,
+                   summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
@@ -214,9 +215,12 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
                 md_table(METRIC_HEADER[:5] + ['unit'],
                           [r[:5] + [r[7]] for r in recorded])]
         if more:
-            out += ['', f'... and {more} more recorded values: in the documents listed '
-                        'below.']
+            out += ['', f'... and {more} more recorded values: in the run\'s documents '
+                        '(found as listed below).']
     out += ['', '---', f'cobalt-bench {__version__}, report written '
             f'{datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")} from:', '']
-    out += [f'- {md_code(s)}' for s in model.run.sources]
+    sources, more_sources = shown_sources(model)
+    out += [f'- {md_code(s)}' for s in sources]
+    if more_sources:
+        out.append(f'- {more_sources}')
     return '\n'.join(out) + '\n'

@@ -99,6 +99,9 @@ TABLE_ROWS_MAX = 2000
 #: The preflight documents shown each with its findings (and a summary line); the others
 #: are counted (the settings most nodes share are in the fleet's section).
 PREFLIGHT_SHOWN_MAX = 20
+#: The files read that the report lists at its end; the others are counted, with the
+#: directory they are in (a sweep of 1,000 nodes reads 10,000 documents).
+SOURCES_SHOWN_MAX = 50
 
 
 def bounded(pairs, limit):
@@ -120,7 +123,17 @@ def _left_out(what, notable, others):
         return ''
     bad = f' ({notable} of them not passed)' if notable else ''
     return (f'... and {notable + others} more {what}{bad}, left out of this table: each '
-            'in the run\'s documents (listed at the end) and verdict.json.')
+            'in the run\'s documents (found as listed at the end) and verdict.json.')
+
+
+def shown_sources(model):
+    '''(the files read that the report's end lists, the line counting the others: '' when
+    all are listed).'''
+    sources = model.run.sources
+    if len(sources) <= SOURCES_SHOWN_MAX:
+        return list(sources), ''
+    left = len(sources) - SOURCES_SHOWN_MAX
+    return sources[:SOURCES_SHOWN_MAX], f'... and {left} more files, in {model.run.path}'
 
 
 def _made_once(model, key, make):

@@ -219,3 +219,21 @@ def test_every_failure_is_counted_where_they_are_more_than_a_table_holds(monkeyp
     assert sum('| FAIL |' in r for r in checks.splitlines()) == 10
     # 31 not passed (30 MemTest, n3's Preflight): 10 shown, 21 counted, and 29 others.
     assert '... and 50 more cases (21 of them not passed)' in checks
+
+
+def test_the_files_read_are_listed_up_to_a_bound_and_the_rest_counted(monkeypatch):
+    '''A sweep's report lists the files it read at its end: past rows.SOURCES_SHOWN_MAX the
+    others are counted with the run's directory (10,000 lines at 1,000 nodes otherwise).'''
+    monkeypatch.setattr(rp_rows, 'SOURCES_SHOWN_MAX', 7)
+    run = sweep(n=6)
+    run.sources = [f'{run.path}/n{i}/mem-test-{i}.json' for i in range(1, 7)]
+    md = render_markdown(rp_model.build(run, site='local', with_plots=False))
+    assert all(f'`{s}`' in md for s in run.sources) and 'more files, in' not in md
+    run.sources = [f'{run.path}/n{i}/mem-test-{i}.json' for i in range(1, 31)]
+    model = rp_model.build(run, site='local', with_plots=False)
+    md, page = render_markdown(model), render_html(model)
+    tail = md.split('report written ')[1]
+    assert [s for s in run.sources if f'`{s}`' in tail] == run.sources[:7]
+    assert tail.rstrip().endswith(f'- ... and 23 more files, in {run.path}')
+    assert f'<li>... and 23 more files, in {run.path}</li>' in page
+    assert sum(f'<code>{s}</code>' in page for s in run.sources) == 7
