@@ -209,10 +209,11 @@ DEFINE_TRANSPOSE(tr32, uint32_t)
 DEFINE_TRANSPOSE(tr64, uint64_t)
 DEFINE_TRANSPOSE(tr128, u128)
 
-/* The 64-bit kernels: bands of 64 source rows (fewer where rows % 64 != 0), walked
- * 8 columns at a time. Each step turns the band's eight 8x8 tiles in registers and
- * writes each of the 8 destination rows' 512 bytes (eight whole, aligned lines) back
- * to back with streaming stores. Why this shape (measured on AMD Zen 3 with a
+/* The 64-bit kernels: bands of up to 64 source rows (the height suits one CPU and not
+ * another: band_tiles_here), walked 8 columns at a time. Each step turns the band's
+ * 8x8 tiles in registers and writes each of the 8 destination rows' run (512 bytes in
+ * a 64-row band: eight whole, aligned lines) back to back with streaming stores. Why
+ * this shape (measured on AMD Zen 3 with a
  * harness over mem-test's two block shapes, 128 and 1024 packets of 9000 bytes):
  * - the stores of one destination run are consecutive, so each line's write-combining
  *   buffer fills and leaves at once, and DRAM sees 512-byte runs: with 1024-packet
@@ -226,8 +227,7 @@ DEFINE_TRANSPOSE(tr128, u128)
  *   whose address matches a pending streaming store modulo 4 KiB wait for it to reach
  *   memory, and scattered stores keep more of them pending.
  * Needs rows % 8 == 0 and a 64-byte aligned dst (whole, aligned output lines); the
- * last cols % 8 columns go to the portable tile loop.
- * The band's height is the one thing no single value suits (band_tiles_here). */
+ * last cols % 8 columns go to the portable tile loop. */
 #define BAND_TILES_MAX 8
 #define PREFETCH_STEPS 12
 

@@ -201,7 +201,7 @@ def render_html(model, out_dir=None):
                                [r[:5] + [r[7]] for r in recorded], num_cols=(4,)))
         if more:
             out.append(f'<p>... and {more} more recorded values: in the run\'s documents '
-                       '(found as listed below).</p>')
+                       '(the files read, below).</p>')
         out.append('</details>')
     out.append(f'<hr><p class="small">cobalt-bench {_e(__version__)}, report written '
                f'{_e(datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"))} from:</p><ul '

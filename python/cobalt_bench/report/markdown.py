@@ -216,7 +216,7 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
                           [r[:5] + [r[7]] for r in recorded])]
         if more:
             out += ['', f'... and {more} more recorded values: in the run\'s documents '
-                        '(found as listed below).']
+                        '(the files read, below).']
     out += ['', '---', f'cobalt-bench {__version__}, report written '
             f'{datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")} from:', '']
     sources, more_sources = shown_sources(model)

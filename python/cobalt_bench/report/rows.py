@@ -123,7 +123,7 @@ def _left_out(what, notable, others):
         return ''
     bad = f' ({notable} of them not passed)' if notable else ''
     return (f'... and {notable + others} more {what}{bad}, left out of this table: each '
-            'in the run\'s documents (found as listed at the end) and verdict.json.')
+            'in the run\'s documents (the files read, at the end) and verdict.json.')
 
 
 def shown_sources(model):
