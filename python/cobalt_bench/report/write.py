@@ -13,7 +13,7 @@ import shutil
 import tempfile
 
 from ..errors import CannotRun
-from ..fileio import replace_dir, umask, write_atomic
+from ..fileio import atomic_file, replace_dir, umask, write_atomic
 from .fleet import BAD_NODES_FILE, bad_nodes_text
 from .html import render_html
 from .markdown import render_markdown
@@ -48,11 +48,39 @@ def _files(model, out_dir, formats):
         # nodes (the store's node history), apart from this run's bad nodes.
         verdict = {**model.judgement.to_json(),
                    'flaky_nodes': [f.to_json() for f in model.flaky]}
-        files.append(('verdict.json', json.dumps(verdict, indent=2) + '\n'))
+        files.append(('verdict.json', _Json(verdict)))
         # Always written (a comment only when no node is bad): a list of an earlier
         # report is never left behind to be drained.
         files.append((BAD_NODES_FILE, bad_nodes_text(model)))
     return files
+
+
+class _Json:
+    '''A file's JSON content, written as it is encoded: verdict.json of a 10,000-node sweep
+    is 38 MB in 4.5 million pieces, which json.dumps would hold all at once.'''
+    BATCH = 65536     # pieces per write
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def write(self, path):
+        with atomic_file(path, 'w') as fp:
+            pieces = []
+            for piece in json.JSONEncoder(indent=2).iterencode(self.obj):
+                pieces.append(piece)
+                if len(pieces) == self.BATCH:
+                    fp.write(''.join(pieces))
+                    pieces.clear()
+            pieces.append('\n')
+            fp.write(''.join(pieces))
+
+
+def _write(path, data):
+    '''Write one file of the report whole or not at all.'''
+    if isinstance(data, _Json):
+        data.write(path)
+    else:
+        write_atomic(path, data)
 
 
 def _keep_others(out_dir, staged, written):
@@ -92,7 +120,7 @@ def write_report(model, out_dir, formats):
                                                                          BAD_NODES_FILE)):
                 if os.path.dirname(name):
                     _own_dir(os.path.join(out_dir, os.path.dirname(name)))
-                write_atomic(os.path.join(out_dir, name), data)
+                _write(os.path.join(out_dir, name), data)
         else:
             _own_dir(os.path.dirname(os.path.abspath(out_dir)))
             if os.path.islink(out_dir):
@@ -106,7 +134,7 @@ def write_report(model, out_dir, formats):
             try:
                 for name, data in files:
                     os.makedirs(os.path.join(staged, os.path.dirname(name)), exist_ok=True)
-                    write_atomic(os.path.join(staged, name), data)
+                    _write(os.path.join(staged, name), data)
                 _keep_others(out_dir, staged, {n.split(os.sep)[0] for n, _ in files})
                 os.chmod(staged, 0o777 & ~umask())
                 replace_dir(staged, out_dir)

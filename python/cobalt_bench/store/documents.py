@@ -13,6 +13,7 @@ the one check it belongs to is marked damaged and the rest of the run still read
 import json
 import math
 import os
+from sys import intern as _intern
 from dataclasses import dataclass
 
 from .. import kernels
@@ -60,7 +61,10 @@ class _Refused(Exception):
 def _unique_keys(pairs):
     '''An object whose keys are each given once: a document with a key twice ("metrics" in
     two places) says two things, and the last one would win unseen.'''
-    obj = dict(pairs)
+    # Keys and short strings interned: a sweep's documents repeat the same names and
+    # units, each a string of its own as parsed (a third of a report's memory).
+    obj = {_intern(k): _intern(v) if v.__class__ is str and len(v) <= 40 else v
+           for k, v in pairs}
     if len(obj) != len(pairs):      # the common case costs one C call (a sweep: 300,000)
         seen = set()
         for key, _ in pairs:

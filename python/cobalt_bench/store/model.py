@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .result import Result, RunState
 
 
-@dataclass
+@dataclass(slots=True)
 class Metric:
     name: str
     value: object
@@ -37,7 +37,7 @@ class Metric:
         return self.verdict is not Result.RECORDED
 
 
-@dataclass
+@dataclass(slots=True)
 class Case:
     '''One test case: a check on a system:partition (and node list), or a job document.'''
     check: str
