@@ -241,13 +241,20 @@ def build_parser():
     return parser
 
 
+def _interrupted():
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     # A command builds many small objects that live until it ends (a sweep's documents,
     # cases, rows): the cyclic collector's default passes over them cost about 15 % of a
     # 1,000-node report (bench/fleet-scale); collected less often, memory stays the same.
     gc.set_threshold(50_000, 20, 20)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:       # Ctrl-C before the command starts: one line too
+        return exit_status('cobalt-bench', _interrupted)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2

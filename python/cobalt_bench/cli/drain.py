@@ -8,7 +8,7 @@ import os
 from .. import site as site_mod
 from ..judging import drain as dr
 from ..judging import fleet as fl
-from ..report.model import build
+from ..report.model import judge
 from ..store import node_actions, reader, runs
 from ..tools import slurm_nodes
 from .argtypes import add_results_option
@@ -100,10 +100,10 @@ def drain_command(spec, apply=False, site=None, results=None):
     base = runs.results_base(results)
     path = runs.resolve_run(spec, results)
     run = reader.load_run(path)
-    model = build(run, with_plots=False, site=site)
-    bad = model.judgement.fleet.bad_nodes
+    judgement = judge(run, site=site).judgement
+    bad = judgement.fleet.bad_nodes
     run_id = run.run_id or os.path.basename(os.path.normpath(run.path))
-    say(f'{run.label}: {model.judgement.headline}; {len(bad)} bad node(s)'
+    say(f'{run.label}: {judgement.headline}; {len(bad)} bad node(s)'
         + ('' if apply else ' (dry run: --apply to act)'))
     names = [b.node for b in bad if slurm_nodes.NODE_NAME.fullmatch(b.node)]
     for b in bad:

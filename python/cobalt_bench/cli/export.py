@@ -5,7 +5,7 @@ import os
 
 from ..errors import CannotRun, UsageError
 from ..fileio import atomic_file
-from ..report.model import build
+from ..report.model import judge
 from ..report.prometheus import render_prometheus
 from ..store import reader, runs
 from .argtypes import add_results_option
@@ -53,14 +53,14 @@ def prometheus_command(spec, textfile_dir, file_name, site=None, base=None):
                         'node_exporter\'s --collector.textfile.directory')
     path = runs.resolve_run(spec, base)
     run = reader.load_run(path)
-    model = build(run, with_plots=False, site=site)
-    text = render_prometheus(run, model.judgement, model.judgement.site)
+    judged = judge(run, site=site)
+    text = render_prometheus(judged.run, judged.judgement, judged.judgement.site)
     dest = os.path.join(textfile_dir, file_name)
     try:
         with atomic_file(dest, 'w', prefix='.', suffix='.tmp') as fp:
             fp.write(text)
     except OSError as err:
         raise CannotRun(f'cannot write {dest}: {err}')
-    say(f'{run.label}: {model.judgement.headline}; wrote {dest} '
+    say(f'{run.label}: {judged.judgement.headline}; wrote {dest} '
         f'({text.count(chr(10))} lines)')
     return 0

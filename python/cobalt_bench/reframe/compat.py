@@ -41,8 +41,10 @@ import re
 
 import reframe
 
+from ..site.loader import each_partition
+
 __all__ = ['NEWEST_TESTED', 'OLDEST', 'PLUGIN_BASE', 'RFM_VERSION', 'adapt_configuration',
-           'at_least', 'each_partition', 'has_results_storage', 'judges_zero_references',
+           'at_least', 'has_results_storage', 'judges_zero_references',
            'parse_version', 'processor_keys', 'processor_platform', 'too_old',
            'version_text']
 
@@ -162,26 +164,6 @@ def adapt_configuration(configuration):
                 'name': 'default', 'scheduler': 'local', 'launcher': 'local',
                 'environs': ['builtin'],
                 'processor': {k: v for k, v in generic.items() if k in known}}]}]
-    return configuration
-
-
-def each_partition(configuration, change):
-    '''A copy of a site configuration (a dict) with `change(system name, partition)` done to
-    a copy of each of its partitions; the original is left as it was.'''
-    configuration = dict(configuration)
-    if 'systems' not in configuration:
-        return configuration
-    systems = []
-    for system in configuration['systems']:
-        system = dict(system)
-        parts = []
-        for part in system.get('partitions', []):
-            part = dict(part)
-            change(system['name'], part)
-            parts.append(part)
-        system['partitions'] = parts
-        systems.append(system)
-    configuration['systems'] = systems
     return configuration
 
 

@@ -36,11 +36,29 @@ file, check, partition and metric named, instead of passing with nothing judged.
 '''
 
 import os
+import sys
 import time
 
 from .. import paths
 from ..store import perflog
-from . import compat
+
+
+def _reframe_loads_it():
+    '''Whether ReFrame is what loads the configuration (it has imported itself). cobalt-bench's
+    own commands read a site's configuration only for its systems and partitions, as
+    written, without importing ReFrame (a quarter of a second a command): there is no
+    ReFrame to adapt it to.'''
+    return 'reframe' in sys.modules
+
+
+def _config_error(text):
+    '''The error a configuration stops with: ReFrame's ConfigError, which ReFrame reports as
+    "failed to load configuration: <text>", or cobalt-bench's SiteError.'''
+    if _reframe_loads_it():
+        from reframe.core.exceptions import ConfigError
+        return ConfigError(text)
+    from ..site import SiteError
+    return SiteError(text)
 
 
 class Site:
@@ -61,22 +79,21 @@ class Site:
         '''The site configuration, once this site's references and compliance definition
         are valid for its system and partitions (cobalt_bench.site.SiteError
         otherwise, which ReFrame reports as a configuration error).'''
-        from reframe.core.exceptions import ConfigError
-
         from .. import site
         from ..errors import CannotRun
-        if compat.too_old():
-            raise ConfigError(compat.too_old())
-        # What this ReFrame's schema lacks (results database, processor platform) out; the
-        # site's references named in its own partitions' settings.
-        configuration = compat.adapt_configuration(configuration)
+        if _reframe_loads_it():
+            from . import compat
+            if compat.too_old():
+                raise _config_error(compat.too_old())
+            # What this ReFrame's schema lacks (results database, processor platform) out.
+            configuration = compat.adapt_configuration(configuration)
+        # The site's references named in its own partitions' settings.
         configuration = self._with_site_references(configuration)
         try:
             systems, partitions = site.systems_of(configuration, self.dir)
             site.validate(self.dir, systems, partitions)
         except CannotRun as err:
-            # ReFrame says "failed to load configuration: <this>" and exits 1.
-            raise ConfigError(str(err)) from None
+            raise _config_error(str(err)) from None
         return configuration
 
     def _with_site_references(self, configuration):
@@ -90,20 +107,18 @@ class Site:
                 extras['cobalt_bench'] = {'site': self.dir, **(own or {})}
             part['extras'] = extras
 
-        return compat.each_partition(configuration, name_the_site)
+        from ..site.loader import each_partition
+        return each_partition(configuration, name_the_site)
 
     def _run_prefix(self):
         '''results/<site>/<run-id> in the results store (paths.results_dir: the same rule
         that `cobalt-bench report` and `runs` read by).'''
         run_id = (os.environ.get('COBALT_BENCH_RUN_ID') or
                   f'{time.strftime("%Y%m%dT%H%M%S")}-{os.getpid()}')
-        from reframe.core.exceptions import ConfigError
-
         prefix = os.path.join(paths.results_dir(), self.name, run_id)
         odd = paths.unquoted_character(prefix)
         if odd:
-            # ReFrame says "failed to load configuration: <this>" and exits 1.
-            raise ConfigError(f"the results path '{prefix}' holds {odd}, which ReFrame does "
+            raise _config_error(f"the results path '{prefix}' holds {odd}, which ReFrame does "
                               'not quote in its job scripts and commands; use a results path '
                               'of letters, digits and . _ / + , : @ % = - only '
                               '(COBALT_BENCH_RESULTS, COBALT_BENCH_RUN_ID)')
@@ -114,8 +129,10 @@ class Site:
         `--list-stored-sessions`): one SQLite file per site beside its runs,
         <results>/<site>/results.db; every run adds its session, none is overwritten.
         ReFrame before 4.7 has none: [] (and checked() leaves the section out).'''
-        if not compat.has_results_storage():
-            return []
+        if _reframe_loads_it():
+            from .compat import has_results_storage
+            if not has_results_storage():
+                return []
         return [{'enable': True,
                  'sqlite_db_file': os.path.join(os.path.dirname(self.prefix), 'results.db')}]
 

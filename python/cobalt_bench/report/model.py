@@ -100,14 +100,22 @@ def _kernel_hints(case):
     return hints
 
 
-def build(run, preflight_file=None, with_plots=True, site=None):
-    '''The report's model. `site`: a site name or directory to judge by; None: the run's
-    own site (verdict.site_of_run). The verdict is verdict.decide()'s: the site's
-    compliance definition and references, never the kernels' own thresholds.'''
+@dataclass
+class Judged:
+    '''A run as judged: what the report and the exports are made from.'''
+    run: object                         # with its job documents' judgement records
+    judgement: object                   # verdict.Verdict
+    preflight: list                     # (case or None, doc)
+    flaky: list                         # fleet.Flaky: by the store's node history
+    flaky_note: str                     # why the node history was not read
+
+
+def judge(run, preflight_file=None, site=None):
+    '''The run judged: verdict.decide() by the site's compliance definition and references
+    (`site`: a site name or directory; None: the run's own, verdict.site_of_run), with the
+    noise of each metric from the partition's clean history (the peer rule's scale).'''
     pre = _preflight_docs(run, preflight_file)
     history, flaky_note = run_history(run)
-    flaky = flaky_in(history)
-    # The noise of each metric, from the partition's clean history: the peer rule's scale.
     noise = hist.metric_noise(history, exclude={run.label}) if history else {}
     run, recorded = job_record.with_job_judgements(run)
     sitedef = vd.site_of_run(run, site, recorded)
@@ -115,6 +123,14 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     note = vd.site_note(run, sitedef, recorded)
     if note:
         judgement.items.append(vd.Item(vd.NOTE, 'site', note))
+    return Judged(run, judgement, pre, flaky_in(history), flaky_note)
+
+
+def build(run, preflight_file=None, with_plots=True, site=None):
+    '''The report's model: the run judged (judge()), its failures explained, its plots.'''
+    judged = judge(run, preflight_file, site)
+    run, judgement, pre = judged.run, judged.judgement, judged.preflight
+    flaky, flaky_note = judged.flaky, judged.flaky_note
     verdict = judgement.state
     counts = {}
     for c in judgement.cases:

@@ -20,6 +20,7 @@ A case of several nodes (cb-linktest) has node="". Nothing here reads or writes 
 '''
 
 import calendar
+import functools
 import math
 import time
 
@@ -40,13 +41,19 @@ _HELP = {
 }
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def label_value(text):
-    '''A label value escaped as the format requires (backslash, quote, newline).'''
+    '''A label value escaped as the format requires (backslash, quote, newline). Cached: a
+    sweep's labels are a few names repeated on every node.'''
     return str(text).replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n')
 
 
+def _pairs(**labels):
+    return ','.join(f'{k}="{label_value(v)}"' for k, v in labels.items())
+
+
 def _labels(**labels):
-    return '{' + ','.join(f'{k}="{label_value(v)}"' for k, v in labels.items()) + '}'
+    return '{' + _pairs(**labels) + '}'
 
 
 def _number(v):
@@ -87,16 +94,16 @@ def render_prometheus(run, verdict, site_name):
         if key in seen:         # a check twice on one node (a retry): the first, judged
             continue
         seen.add(key)
-        where = dict(site=site, node=node, partition=partition, check=check)
-        series['case_result'].append((_labels(**where, result=case.result), 1))
+        # The labels every series of the case shares, escaped once.
+        where = '{' + _pairs(site=site, node=node, partition=partition, check=check)
+        series['case_result'].append((f'{where},{_pairs(result=case.result)}}}', 1))
         for m in case.metrics:
             if not _number(m.value):
                 continue
-            series['metric'].append((_labels(**where, metric=m.name, unit=m.unit or ''),
-                                     m.value))
+            metric = f'{where},{_pairs(metric=m.name)}'
+            series['metric'].append((f'{metric},{_pairs(unit=m.unit or "")}}}', m.value))
             if m.verdict.judged:
-                series['metric_passed'].append((_labels(**where, metric=m.name),
-                                                int(m.verdict.passed)))
+                series['metric_passed'].append((metric + '}', int(m.verdict.passed)))
     for node in sorted(set(nodes) | bad, key=fl.host_key):
         series['node_bad'].append((_labels(site=site, node=node,
                                            partition=nodes.get(node, '')), int(node in bad)))

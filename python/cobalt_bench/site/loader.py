@@ -127,6 +127,26 @@ def systems_of(conf, where):
     return systems, partitions
 
 
+def each_partition(configuration, change):
+    '''A copy of a site configuration (a dict) with `change(system name, partition)` done to
+    a copy of each of its partitions; the original is left as it was.'''
+    configuration = dict(configuration)
+    if 'systems' not in configuration:
+        return configuration
+    systems = []
+    for system in configuration['systems']:
+        system = dict(system)
+        parts = []
+        for part in system.get('partitions', []):
+            part = dict(part)
+            change(system['name'], part)
+            parts.append(part)
+        system['partitions'] = parts
+        systems.append(system)
+    configuration['systems'] = systems
+    return configuration
+
+
 def validate(site_directory, systems, partitions):
     '''References and compliance definition of a site directory, validated.'''
     refs = load_references(os.path.join(site_directory, REFERENCES), systems, partitions)

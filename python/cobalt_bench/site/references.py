@@ -4,7 +4,9 @@ result: cobalt_bench.judging makes a reference metric that the judged result lac
 the same way).
 
 The lookup follows ReFrame 4.10 (reframe/core/pipeline.py, _ReferenceDict and
-_resolve_reference) exactly, using ReFrame's own ScopedDict where ReFrame is installed:
+_resolve_reference) exactly, written out (importing ReFrame would cost every command a
+quarter of a second; tests/python/site/test_references.py holds the lookup to ReFrame's
+own ScopedDict):
   - without `$index`: the entry is a scoped dictionary; `system:partition`, then `system`,
     then `*` is searched for the metric (the first that has it wins);
   - with `$index: [$partition, <parameter>, ...]`: one level per index item; at each level
@@ -24,11 +26,6 @@ from dataclasses import dataclass, field
 from .bounds import Bounds, threshold_problem
 from .checks import known_checks
 from .files import SiteError, entry_name, read_yaml
-
-try:                                    # ReFrame's own scoped lookup where it is installed
-    from reframe.utility import ScopedDict as _ScopedDict
-except ImportError:                     # pragma: no cover - the checkout's .venv has it
-    _ScopedDict = None
 
 REFERENCES = 'references.yaml'
 
@@ -148,18 +145,9 @@ class References:
         if not entry.index:
             system = partition.split(':')[0]
             scopes = {}
-            if _ScopedDict is not None:
-                # ReFrame's ScopedDict: the metric is searched from the partition's scope
-                # up to the global one, metric by metric.
-                sd = _ScopedDict({k: v for k, v in entry.data.items()})
-                names = {m for v in entry.data.values() for m in v}
-                for m in names:
-                    try:
-                        scopes[m] = sd[f'{partition}:{m}']
-                    except KeyError:
-                        pass
-                return scopes
-            for scope in (partition, system, '*'):          # pragma: no cover
+            # ReFrame's ScopedDict: each metric is searched from the partition's scope up
+            # to the global one.
+            for scope in (partition, system, '*'):
                 for m, ref in entry.data.get(scope, {}).items():
                     scopes.setdefault(m, ref)
             return scopes

@@ -104,6 +104,28 @@ def test_lookup_follows_reframes_scopes_and_index(tmp_path):
     assert r.lookup('GpuCopy', 'local:default') == {}
 
 
+def test_the_scoped_lookup_is_reframes_scopeddict(tmp_path):
+    # site.references writes ReFrame's scoped lookup out (importing ReFrame costs every
+    # command a quarter of a second); ReFrame's own ScopedDict must find the same.
+    from reframe.utility import ScopedDict
+    data = {'*': {'a': [1.0, -0.1, None, 'x'], 'b': [2.0, -0.1, None, 'x']},
+            'local': {'b': [3.0, -0.1, None, 'x'], 'd': [7.0, -0.1, None, 'x']},
+            'local:default': {'c': [4.0, -0.1, None, 'x'], 'a': [8.0, -0.1, None, 'x']},
+            'other:default': {'e': [5.0, -0.1, None, 'x']}}
+    r = refs.load_references(write(tmp_path, {'MemTest': data}), SYSTEMS + ['other'],
+                             PARTS + ['other:default'])
+    scoped = ScopedDict(data)
+    for partition in ('local:default', 'local:other', 'other:default', 'none:x'):
+        expected = {}
+        for metric in 'abcde':
+            try:
+                expected[metric] = scoped[f'{partition}:{metric}'][0]
+            except KeyError:
+                pass
+        got = {m: ref.value for m, ref in r.lookup('MemTest', partition).items()}
+        assert got == expected, partition
+
+
 def test_a_required_check_without_reference_is_an_error(tmp_path):
     path = write(tmp_path, GOOD)
     r = refs.load_references(path, SYSTEMS, PARTS)
