@@ -2,7 +2,8 @@
  * our huge pages), the rings of --multi-buffer and --check-buffers, their contents
  * (zeros, --randomize-buffers, or the pattern of each checked message), and the MPI
  * calls on them, which stage GPU buffers through pinned host memory when the MPI is
- * not CUDA-aware. */
+ * not CUDA-aware; the payload of --check-buffers (exchange.c fills and checks its
+ * messages with it). */
 #include "linktest.h"
 #include "npz.h"
 #include "../common/cb_hash.h"
@@ -270,4 +271,42 @@ void lt_sendrecv(lt_buffers *b, const char *sb, char *rb, int n, int peer, int t
                               MPI_STATUS_IGNORE), "MPI_Sendrecv");
     if (to != rb)
         lt_gpu_from_host(rb, to, (size_t)n);
+}
+
+/* ---- payload (--check-buffers) ----------------------------------------------- */
+/* The pattern of timed message msg (0-based) from rank from to rank to in the pair test
+ * tag (--randomize-buffers' seed mixed in): every message of a run has its own. */
+uint64_t lt_payload_seed(const lt_config *cfg, int from, int to, long tag, long msg)
+{
+    uint64_t salt = cfg->randomize_buffers ? cb_mix64(cfg->seed_buffers) : 0;
+    return cb_mix64(((uint64_t)(uint32_t)from << 32) ^ (uint64_t)(uint32_t)to ^ ((uint64_t)tag << 48) ^
+                    0x6c696e6b74657374ULL ^ cb_mix64((uint64_t)msg) ^ salt);
+}
+
+void lt_fill_payload(char *buf, size_t n, uint64_t seed)
+{
+    size_t words = n / 8;
+    uint64_t *w = (uint64_t *)buf;
+    for (size_t i = 0; i < words; i++)
+        w[i] = cb_mix64(seed + i);
+    uint64_t tail = cb_mix64(seed + words);
+    memcpy(buf + words * 8, &tail, n - words * 8);
+}
+
+/* Bytes of buf that differ from the payload seed makes. */
+double lt_check_payload(const char *buf, size_t n, uint64_t seed)
+{
+    size_t words = n / 8;
+    const uint64_t *w = (const uint64_t *)buf;
+    double bad = 0;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t want = cb_mix64(seed + i), x = w[i] ^ want;
+        for (; x; x >>= 8)
+            bad += (x & 0xff) != 0;
+    }
+    uint64_t tail = cb_mix64(seed + words);
+    const unsigned char *t = (const unsigned char *)&tail;
+    for (size_t i = words * 8; i < n; i++)
+        bad += (unsigned char)buf[i] != t[i - words * 8];
+    return bad;
 }

@@ -36,7 +36,7 @@ endif
 
 ifneq ($(MPICC),)
 KERNELS += cb-linktest
-LINKTEST_MPI_OBJ := $(patsubst %,$(BUILD)/cb-linktest/%.o,cb-linktest options plan setup buffers exchange \
+LINKTEST_MPI_OBJ := $(patsubst %,$(BUILD)/cb-linktest/%.o,cb-linktest options plan mpi setup buffers exchange \
 	monitor retest results report)
 $(LINKTEST_MPI_OBJ): $(BUILD)/cb-linktest/%.o: src/cb-linktest/%.c src/cb-linktest/linktest.h \
 		src/cb-linktest/schedule.h src/cb-linktest/npz.h $(wildcard src/common/*.h) VERSION

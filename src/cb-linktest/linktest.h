@@ -3,9 +3,11 @@
  *
  *   options.c   the option table, parsing and the cross-option rules   -> lt_config
  *   plan.c      --plan N: build and check the schedule, no MPI
+ *   mpi.c       MPI calls checked, the ranks' agreement (below every stage)
  *   setup.c     MPI_Init and its checks, host names, schedule, injected faults
  *                                                     -> lt_world, lt_order, lt_faults
- *   buffers.c   the message buffers: allocators, rings, fills, checks, GPU staging
+ *   buffers.c   the message buffers: allocators, rings, fills, checks, GPU staging,
+ *               the payload of checked messages
  *                                                     -> lt_buffers
  *   gpu.c       the CUDA calls (--use-gpu-memory), or stubs in a build without nvcc
  *   monitor.c   stderr monitoring: phase timings, memory per task, all-to-all
@@ -193,10 +195,18 @@ typedef struct lt_run {
 } lt_run;
 
 /* options.c */
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def lt_metrics[];
+
 void lt_options_parse(lt_config *cfg, int argc, char **argv);
 
 /* plan.c: returns the exit code */
 int lt_plan(const lt_config *cfg);
+
+/* mpi.c: MPI calls checked, the ranks' agreement, CUDA-aware MPI */
+void lt_mpi_check(int rc, const char *what);
+void lt_all_ok_or_exit(const lt_world *w, int ok, int code, const char *what);
+int lt_mpi_cuda_aware(void);
 
 /* setup.c */
 int lt_launcher_rank(void);
@@ -207,9 +217,6 @@ void lt_unmute_stdout(int saved);
 int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank);
 void lt_set_up(lt_run *run);
 void lt_tear_down(lt_run *run);
-void lt_mpi_check(int rc, const char *what);
-void lt_all_ok_or_exit(const lt_world *w, int ok, int code, const char *what);
-int lt_mpi_cuda_aware(void);
 /* the partner of rank in a step of the current task order; -1: idle */
 int lt_partner_of(const lt_order *o, int rank, long step);
 /* --num-randomize-tasks: pass 0 is the order as started, pass p a permutation; rebuilds the schedule */
@@ -229,6 +236,9 @@ void lt_send(lt_buffers *b, const char *buf, int n, int peer, int tag);
 void lt_recv(lt_buffers *b, char *buf, int n, int peer, int tag);
 void lt_sendrecv(lt_buffers *b, const char *sb, char *rb, int n, int peer, int tag);
 const char *lt_alloc_descr(const lt_buffers *b);
+uint64_t lt_payload_seed(const lt_config *cfg, int from, int to, long tag, long msg);
+void lt_fill_payload(char *buf, size_t n, uint64_t seed);
+double lt_check_payload(const char *buf, size_t n, uint64_t seed);
 
 /* gpu.c: 0, or -1 with the reason in why */
 int lt_gpu_select(int local_rank, int *device, int *count, char *name, size_t namelen, char *why, size_t len);
@@ -258,9 +268,6 @@ lt_pair_result lt_pair_exchange(const lt_config *cfg, lt_buffers *b, lt_faults *
                                 long tag);
 void lt_run_iterations(lt_run *run);
 void lt_record_error(lt_errors *e, int a, int b, double bytes, double first_bad, const char *where);
-uint64_t lt_payload_seed(const lt_config *cfg, int from, int to, long tag, long msg);
-void lt_fill_payload(char *buf, size_t n, uint64_t seed);
-double lt_check_payload(const char *buf, size_t n, uint64_t seed);
 
 /* retest.c */
 void lt_collect(lt_run *run);

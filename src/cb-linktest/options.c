@@ -156,7 +156,7 @@ static const cb_opt opts[] = {
     {.name = "parallel-sion-file", .type = CB_OPT_FLAG, .off = F(parallel_sion),
      .help = "accepted; the .npz is always streamed through rank 0"},
 
-    {.name = "min-bandwidth", .type = CB_OPT_DOUBLE, .off = F(min_bw_gbits), .min = 1e-9, .max = 1e9,
+    {.name = "min-bandwidth", .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = F(min_bw_gbits), .min = 1e-9, .max = 1e9,
      .arg = "GBITS", .help = "every pair at least GBITS Gbit/s (after retest)",
      .section = "Judging (exit 1 when not met):"},
     {.name = "max-time", .type = CB_OPT_CUSTOM, .off = F(max_time_us), .parse = parse_usec,
@@ -191,7 +191,32 @@ static const cb_opt opts[] = {
     {0}};
 #undef F
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+const cb_metric_def lt_metrics[] = {
+    {"alltoall_before_time", "us", CB_LOWER, "the slowest rank's all-to-all before the test"},
+    {"alltoall_before_bandwidth", "Gbit/s", CB_HIGHER, "the all-to-all before the test, per rank"},
+    {"alltoall_after_time", "us", CB_LOWER, "the slowest rank's all-to-all after the test"},
+    {"alltoall_after_bandwidth", "Gbit/s", CB_HIGHER, "the all-to-all after the test, per rank"},
+    {"min_bandwidth", "Gbit/s", CB_HIGHER, "the slowest pair's bandwidth"},
+    {"min_bandwidth_bytes", "B/s", CB_HIGHER, "min_bandwidth in bytes per second"},
+    {"max_time", "us", CB_LOWER, "the slowest pair's time per message"},
+    {"avg_bandwidth", "Gbit/s", CB_HIGHER, "the pairs' mean bandwidth"},
+    {"avg_bandwidth_bytes", "B/s", CB_HIGHER, "avg_bandwidth in bytes per second"},
+    {"avg_time", "us", CB_LOWER, "the pairs' mean time per message"},
+    {"max_bandwidth", "Gbit/s", CB_HIGHER, "the fastest pair's bandwidth"},
+    {"min_time", "us", CB_LOWER, "the fastest pair's time per message"},
+    {"parallel_max_time", "us", CB_LOWER, "the slowest pair's time with every pair at once"},
+    {"parallel_min_bandwidth", "Gbit/s", CB_HIGHER,
+     "the slowest pair's bandwidth with every pair at once"},
+    {"pairs_tested", "pairs", CB_NEITHER, "pairs measured"},
+    {"pairs_expected", "pairs", CB_NEITHER, "pairs the plan has"},
+    {"verification_errors", "pairs", CB_LOWER, "pairs whose messages arrived wrong: corruption"},
+    {"wrong_bytes", "bytes", CB_LOWER, "bytes that arrived wrong"},
+    {0},
+};
+
 static const cb_cmd cmd = {
+    .metrics = lt_metrics,
     .name = "cb-linktest",
     .test_version = LT_TEST_VERSION,
     .usage = "-w WARMUP -n MESSAGES -s BYTES [OPTION]...\n"

@@ -251,8 +251,8 @@ static void alltoall_metrics(cb_json *j, const lt_run *run)
             if (!isnan(t) && (isnan(worst) || t > worst))
                 worst = t;
         }
-        cbj_metric(j, names[k][0], worst * 1e6, "us");
-        cbj_metric(j, names[k][1], cb_gbits((double)run->cfg->size * (run->world.size - 1), worst), "Gbit/s");
+        cbj_metric(j, lt_metrics, names[k][0], worst * 1e6);
+        cbj_metric(j, lt_metrics, names[k][1], cb_gbits((double)run->cfg->size * (run->world.size - 1), worst));
     }
 }
 
@@ -261,23 +261,23 @@ static void doc_metrics(cb_json *j, const void *ctx)
     const lt_run *run = ((const doc_ctx *)ctx)->run;
     const lt_verdict *v = ((const doc_ctx *)ctx)->v;
     const lt_summary *s = &run->coll.sum;
-    cbj_metric(j, "min_bandwidth", v->min_bw, "Gbit/s");
-    cbj_metric(j, "min_bandwidth_bytes", v->min_bw * 1e9 / 8, "B/s");
-    cbj_metric(j, "max_time", v->eff_t * 1e6, "us");
-    cbj_metric(j, "avg_bandwidth", s->avg_bw, "Gbit/s");
-    cbj_metric(j, "avg_bandwidth_bytes", s->avg_bw * 1e9 / 8, "B/s");
-    cbj_metric(j, "avg_time", s->avg_t * 1e6, "us");
-    cbj_metric(j, "max_bandwidth", lt_gbits(run->cfg, s->min_t), "Gbit/s");
-    cbj_metric(j, "min_time", s->min_t * 1e6, "us");
-    cbj_metric(j, "parallel_max_time", s->max_t * 1e6, "us");
-    cbj_metric(j, "parallel_min_bandwidth", lt_gbits(run->cfg, s->max_t), "Gbit/s");
-    cbj_metric(j, "pairs_tested", s->npairs, "pairs");
-    cbj_metric(j, "pairs_expected", (double)run->order.expected, "pairs");
+    cbj_metric(j, lt_metrics, "min_bandwidth", v->min_bw);
+    cbj_metric(j, lt_metrics, "min_bandwidth_bytes", v->min_bw * 1e9 / 8);
+    cbj_metric(j, lt_metrics, "max_time", v->eff_t * 1e6);
+    cbj_metric(j, lt_metrics, "avg_bandwidth", s->avg_bw);
+    cbj_metric(j, lt_metrics, "avg_bandwidth_bytes", s->avg_bw * 1e9 / 8);
+    cbj_metric(j, lt_metrics, "avg_time", s->avg_t * 1e6);
+    cbj_metric(j, lt_metrics, "max_bandwidth", lt_gbits(run->cfg, s->min_t));
+    cbj_metric(j, lt_metrics, "min_time", s->min_t * 1e6);
+    cbj_metric(j, lt_metrics, "parallel_max_time", s->max_t * 1e6);
+    cbj_metric(j, lt_metrics, "parallel_min_bandwidth", lt_gbits(run->cfg, s->max_t));
+    cbj_metric(j, lt_metrics, "pairs_tested", s->npairs);
+    cbj_metric(j, lt_metrics, "pairs_expected", (double)run->order.expected);
     if (run->cfg->all_to_all && run->mon.a2a_all)
         alltoall_metrics(j, run);
     if (run->cfg->check_buffers) {
-        cbj_metric(j, "verification_errors", run->errors.pairs, "pairs");
-        cbj_metric(j, "wrong_bytes", run->errors.bytes, "bytes");
+        cbj_metric(j, lt_metrics, "verification_errors", run->errors.pairs);
+        cbj_metric(j, lt_metrics, "wrong_bytes", run->errors.bytes);
     }
 }
 

@@ -7,25 +7,10 @@
 #include <fcntl.h>
 #include <math.h>
 #include <mpi.h>
-#if defined(OPEN_MPI) && OPEN_MPI
-#include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support */
-#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-void lt_mpi_check(int rc, const char *what)
-{
-    if (rc != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len = 0, rank = -1;
-        MPI_Error_string(rc, msg, &len);
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        fprintf(stderr, "cb-linktest: rank %d: %s failed: %s\n", rank, what, msg);
-        MPI_Abort(MPI_COMM_WORLD, CB_EXIT_CANNOT_RUN);
-    }
-}
 
 /* Rank as the launcher tells it, before MPI_Init: only rank 0 prints usage errors. */
 int lt_launcher_rank(void)
@@ -140,17 +125,6 @@ static void read_fault_env(lt_faults *f, const lt_world *w, const lt_config *cfg
     lt_all_ok_or_exit(w, !why[0], CB_EXIT_USAGE, why);
 }
 
-/* Whether MPI takes GPU memory (Open MPI's extension; other MPIs: assumed not, and the
- * buffers are staged through pinned host memory). */
-int lt_mpi_cuda_aware(void)
-{
-#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support();
-#else
-    return 0;
-#endif
-}
-
 /* MPI_Init and the checks on what it gives: returns 0, or the exit code. */
 int lt_start_mpi(lt_run *run, int *argc, char ***argv, int pre_rank)
 {
@@ -247,19 +221,6 @@ static void host_names(lt_world *w)
         number_hosts(w);
     lt_mpi_check(MPI_Bcast(w->host_id, w->size, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
     lt_mpi_check(MPI_Bcast(&w->nhosts, 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
-}
-
-/* All ranks agree whether something failed anywhere; exits with code if so. */
-void lt_all_ok_or_exit(const lt_world *w, int ok, int code, const char *what)
-{
-    int all = 0;
-    lt_mpi_check(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD), "MPI_Allreduce");
-    if (!all) {
-        if (w->rank == 0)
-            fprintf(stderr, "cb-linktest: %s\n", what);
-        MPI_Finalize();
-        exit(code);
-    }
 }
 
 /* ---- --num-randomize-tasks: the schedule over permuted task IDs ---------------------- */

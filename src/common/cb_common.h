@@ -112,8 +112,22 @@ void cbj_str(cb_json *j, const char *key, const char *val);
 void cbj_num(cb_json *j, const char *key, double val); /* non-finite -> null */
 void cbj_int(cb_json *j, const char *key, long long val);
 void cbj_bool(cb_json *j, const char *key, int val);
-/* "name": {"value": v, "unit": u} inside the metrics object */
-void cbj_metric(cb_json *j, const char *name, double value, const char *unit);
+/* What a metric of a kernel's document is: one row per metric in the kernel's table
+ * (cb_cmd.metrics), the one place its unit is written; the document's metrics and
+ * `--describe` are made from it. A table ends with a row whose name is NULL. */
+typedef enum cb_better { CB_NEITHER, CB_HIGHER, CB_LOWER } cb_better;
+typedef struct cb_metric_def {
+    const char *name;    /* as in the document's "metrics" */
+    const char *unit;    /* the contract's unit (docs/kernel-contract.md) */
+    cb_better better;    /* which way is better, where either is */
+    const char *meaning; /* one line, for --describe and the docs */
+} cb_metric_def;
+
+/* "name": {"value": v, "unit": u} inside the metrics object, the unit from the table's
+ * row of that name (a name the table lacks is an internal error: exit 3, named). */
+void cbj_metric(cb_json *j, const cb_metric_def *table, const char *name, double value);
+/* The row of `name`, or NULL. */
+const cb_metric_def *cb_metric_find(const cb_metric_def *table, const char *name);
 
 /* Writes the document to path ("-" = stdout) atomically: a temporary file in
  * the same directory, fsync, rename. Returns 0, or -1 with a message printed;

@@ -157,11 +157,23 @@ void cbj_bool(cb_json *j, const char *key, int val)
     puts_(j, val ? "true" : "false");
 }
 
-void cbj_metric(cb_json *j, const char *name, double value, const char *unit)
+const cb_metric_def *cb_metric_find(const cb_metric_def *table, const char *name)
 {
+    for (const cb_metric_def *m = table; m && m->name; m++)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+void cbj_metric(cb_json *j, const cb_metric_def *table, const char *name, double value)
+{
+    const cb_metric_def *m = cb_metric_find(table, name);
+    if (!m)
+        cb_die(CB_EXIT_CANNOT_RUN, "internal error: metric '%s' is not in the kernel's table",
+               name);
     cbj_obj_begin(j, name);
     cbj_num(j, "value", value);
-    cbj_str(j, "unit", unit);
+    cbj_str(j, "unit", m->unit);
     cbj_obj_end(j);
 }
 

@@ -10,7 +10,7 @@
 
 #define MAX_ROWS 128
 #define HELP_COLUMN 28
-enum { VAL_HELP = 1000, VAL_VERSION, VAL_ROW = 2000 };
+enum { VAL_HELP = 1000, VAL_VERSION, VAL_DESCRIBE, VAL_ROW = 2000 };
 
 static unsigned char given[MAX_ROWS];
 
@@ -182,7 +182,7 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv)
 {
     const cb_opt *rows = cmd->opts;
     int n = row_count(rows);
-    struct option longs[MAX_ROWS + 3];
+    struct option longs[MAX_ROWS + 4];
     char shorts[3 * MAX_ROWS + 8] = ":hV";
     int nl = 0;
     int letter_row[256];
@@ -214,6 +214,7 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv)
     }
     longs[nl++] = (struct option){"help", no_argument, NULL, VAL_HELP};
     longs[nl++] = (struct option){"version", no_argument, NULL, VAL_VERSION};
+    longs[nl++] = (struct option){"describe", no_argument, NULL, VAL_DESCRIBE};
     longs[nl] = (struct option){0, 0, 0, 0};
 
     opterr = 0;
@@ -230,6 +231,8 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv)
             cb_print_version(cmd->test_version);
             exit(CB_EXIT_OK);
         }
+        if (c == VAL_DESCRIBE)
+            exit(cb_opts_describe(cmd) == 0 ? CB_EXIT_OK : CB_EXIT_CANNOT_RUN);
         if (c == ':')
             cb_usage_error("option '%s' needs a value", argv[optind - 1]);
         if (c == '?') {

@@ -9,7 +9,12 @@
  * mean the same thing in every kernel:
  *
  *   -d, --duration   -t, --threshold   -T, --threads...   -j, --json   -q, --quiet
- *   -h, --help       -V, --version
+ *   -h, --help       -V, --version        --describe
+ *
+ * --describe prints, from the option table and the kernel's metrics table, one JSON
+ * object (cb_describe.c): the options (name, letter, type, unit, range, default, help,
+ * section, choices, deprecated spellings), the metrics (name, unit, better direction,
+ * meaning) and the document's test_version; the Python descriptors are held to it.
  *
  * A letter or long name that changed keeps working as a deprecated spelling: a row
  * with .replaced_by naming the new option's long name; using it prints a deprecation
@@ -59,6 +64,8 @@ typedef struct cb_opt {
     void (*parse)(const char *opt, const char *arg, void *dest);
     int optional_arg;    /* the argument may be left out (--busy-poll[=US]) */
     const char *replaced_by; /* deprecated spelling of the option with this long name */
+    const char *unit;    /* the value's unit for --describe ("Gbit/s", "%"); sizes are
+                          * bytes and durations seconds without one */
 } cb_opt;
 
 /* The rows every kernel has (they need the config struct's field names). */
@@ -77,6 +84,7 @@ typedef struct cb_cmd {
     const char *more;         /* text after the options (verification, exit status) */
     const cb_opt *opts;       /* ends with a row whose name, letter and replaced_by are 0 */
     int operands;             /* non-option arguments allowed (0: none) */
+    const cb_metric_def *metrics; /* the document's metrics (cb_common.h), or NULL */
 } cb_cmd;
 
 /* Sets every default, then parses argv. --help prints the help on stdout and exits 0,
@@ -87,6 +95,8 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv);
 void cb_opts_defaults(const cb_cmd *cmd, void *cfg);
 /* The --help text. */
 void cb_opts_help(const cb_cmd *cmd, FILE *f);
+/* The --describe document on stdout (cb_describe.c); 0, or -1 with a message. */
+int cb_opts_describe(const cb_cmd *cmd);
 /* Whether the option with this long name (or one of its deprecated spellings) was
  * given on the command line of the last cb_opts_parse(). */
 int cb_opts_given(const cb_cmd *cmd, const char *name);

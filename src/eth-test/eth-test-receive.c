@@ -121,15 +121,6 @@ static void run_receivers(recv_run *run)
 }
 
 /* ---- collect ------------------------------------------------------------------------------ */
-/* The kernel's drops at stream j's sockets. */
-uint64_t recv_stream_drops(const recv_run *run, int j)
-{
-    uint64_t d = 0;
-    for (int k = 0; k < run->cfg.reuseport; k++)
-        d += atomic_load(&run->sock_drops[j * run->cfg.reuseport + k]);
-    return d;
-}
-
 /* The per-stream accounting, summed. */
 static void sum_streams(recv_run *run, totals *T)
 {

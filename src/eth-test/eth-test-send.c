@@ -515,14 +515,14 @@ static void doc_metrics(cb_json *j, const void *ctx)
 {
     const send_run *run = ctx;
     const totals *T = &run->T;
-    cbj_metric(j, "desired_speed", run->cfg.rate_gbits, "Gbit/s");
-    cbj_metric(j, "sent_speed", T->speed, "Gbit/s");
-    cbj_metric(j, "sent_speed_bytes", T->speed * 1e9 / 8, "B/s");
-    cbj_metric(j, "percent_of_desired", T->pct, "%");
-    cbj_metric(j, "sent_packets", (double)T->packets, "packets");
-    cbj_metric(j, "late_batches", (double)T->late, "batches");
-    cbj_metric(j, "max_lag", T->max_lag / 1e3, "us");
-    cbj_metric(j, "refused_sends", (double)T->refused, "sends");
+    cbj_metric(j, send_metrics, "desired_speed", run->cfg.rate_gbits);
+    cbj_metric(j, send_metrics, "sent_speed", T->speed);
+    cbj_metric(j, send_metrics, "sent_speed_bytes", T->speed * 1e9 / 8);
+    cbj_metric(j, send_metrics, "percent_of_desired", T->pct);
+    cbj_metric(j, send_metrics, "sent_packets", (double)T->packets);
+    cbj_metric(j, send_metrics, "late_batches", (double)T->late);
+    cbj_metric(j, send_metrics, "max_lag", T->max_lag / 1e3);
+    cbj_metric(j, send_metrics, "refused_sends", (double)T->refused);
 }
 
 /* The report, the JSON document and the results block; returns the exit status. */

@@ -89,9 +89,9 @@ struct recv_run {
 
 /* receive_plan.c: the address, the preflight, the sockets and the receivers' state */
 void recv_plan(recv_run *run);
-/* receive_thread.c: one receiver thread (a receiver *) */
+/* receive_thread.c: one receiver thread (a receiver *), and the kernel's drops at stream
+ * j's sockets as the receivers recorded them */
 void *recv_thread_main(void *arg);
-/* eth-test-receive.c: the kernel's drops at stream j's sockets */
 uint64_t recv_stream_drops(const recv_run *run, int j);
 /* receive_report.c: the report, the diagnosis, the JSON document and the results block;
  * returns the exit status */

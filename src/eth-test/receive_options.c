@@ -56,7 +56,7 @@ static const cb_opt opts[] = {
      .help = "end when the sender has been silent this long:\na sender that died mid-run"},
     {.name = "session", .type = CB_OPT_CUSTOM, .off = O(want_session), .parse = et_opt_session,
      .arg = "ID", .help = "accept only this session id (default: the first seen)"},
-    {.name = "threshold", .type = CB_OPT_DOUBLE, .off = O(threshold), .min = 0, .max = 100000,
+    {.name = "threshold", .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = O(threshold), .min = 0, .max = 100000,
      .def = "9.00", .arg = "GBITS", .help = "compliant total speed"},
     {.name = "max-loss", .type = CB_OPT_DOUBLE, .off = O(max_loss), .min = 0, .max = 100,
      .def = "0", .arg = "PCT", .help = "compliant average loss"},
@@ -71,7 +71,32 @@ static const cb_opt opts[] = {
     {0}};
 #undef O
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+const cb_metric_def recv_metrics[] = {
+    {"total_speed", "Gbit/s", CB_HIGHER, "the rate received over all streams"},
+    {"total_speed_bytes", "B/s", CB_HIGHER, "total_speed in bytes per second"},
+    {"average_loss", "%", CB_LOWER, "datagrams sent and not received, as a share of those sent"},
+    {"sender_clock_speed", "Gbit/s", CB_NEITHER, "the rate by the sender's own clock"},
+    {"sent_packets", "packets", CB_NEITHER, "datagrams the sender says it sent"},
+    {"received_packets", "packets", CB_NEITHER, "datagrams received"},
+    {"lost_packets", "packets", CB_LOWER, "datagrams sent and never received"},
+    {"duplicate_packets", "packets", CB_LOWER, "datagrams received twice"},
+    {"reordered_packets", "packets", CB_LOWER, "datagrams received out of order"},
+    {"stale_packets", "packets", CB_LOWER, "datagrams of an earlier round or session"},
+    {"malformed_datagrams", "datagrams", CB_LOWER, "datagrams too short or with a bad header"},
+    {"foreign_datagrams", "datagrams", CB_LOWER, "datagrams of another sender"},
+    {"misdirected_datagrams", "datagrams", CB_LOWER, "datagrams of another stream's port"},
+    {"rejected_datagrams", "datagrams", CB_LOWER, "datagrams refused for any of the reasons above"},
+    {"verification_errors", "errors", CB_LOWER, "datagrams whose payload was wrong: corruption"},
+    {"socket_drops", "datagrams", CB_LOWER, "datagrams the kernel dropped at the socket"},
+    {"gro_receives", "receives", CB_NEITHER, "receives that returned coalesced datagrams (GRO)"},
+    {"gro_datagrams", "datagrams", CB_NEITHER, "datagrams received coalesced (GRO)"},
+    {"sender_time", "s", CB_NEITHER, "the sender's own time for the run"},
+    {0},
+};
+
 static const cb_cmd cmd = {
+    .metrics = recv_metrics,
     .name = "eth-test-receive",
     .test_version = ET_TEST_VERSION,
     .usage = "-H HOST | -I IFACE [OPTION]...",

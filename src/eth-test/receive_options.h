@@ -22,4 +22,7 @@ typedef struct recv_cfg {
  * socket. */
 void recv_options_parse(recv_cfg *cfg, int argc, char **argv);
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def recv_metrics[];
+
 #endif

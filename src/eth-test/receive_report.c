@@ -176,25 +176,25 @@ static void doc_metrics(cb_json *j, const void *ctx)
 {
     const recv_run *run = ctx;
     const totals *T = &run->T;
-    cbj_metric(j, "total_speed", T->total_speed, "Gbit/s");
-    cbj_metric(j, "total_speed_bytes", T->total_speed * 1e9 / 8, "B/s");
-    cbj_metric(j, "average_loss", T->loss_pct, "%");
-    cbj_metric(j, "sender_clock_speed", T->sender_speed, "Gbit/s");
-    cbj_metric(j, "sent_packets", (double)T->sent, "packets");
-    cbj_metric(j, "received_packets", (double)T->received, "packets");
-    cbj_metric(j, "lost_packets", (double)T->lost, "packets");
-    cbj_metric(j, "duplicate_packets", (double)T->dups, "packets");
-    cbj_metric(j, "reordered_packets", (double)T->reord, "packets");
-    cbj_metric(j, "stale_packets", (double)T->stale, "packets");
-    cbj_metric(j, "malformed_datagrams", (double)T->malformed, "datagrams");
-    cbj_metric(j, "foreign_datagrams", (double)T->foreign, "datagrams");
-    cbj_metric(j, "misdirected_datagrams", (double)T->misdirected, "datagrams");
-    cbj_metric(j, "rejected_datagrams", (double)T->rejected, "datagrams");
-    cbj_metric(j, "verification_errors", (double)T->corrupt, "errors");
-    cbj_metric(j, "socket_drops", (double)T->drops, "datagrams");
-    cbj_metric(j, "gro_receives", (double)T->gro_receives, "receives");
-    cbj_metric(j, "gro_datagrams", (double)T->gro_datagrams, "datagrams");
-    cbj_metric(j, "sender_time", T->send_s, "s");
+    cbj_metric(j, recv_metrics, "total_speed", T->total_speed);
+    cbj_metric(j, recv_metrics, "total_speed_bytes", T->total_speed * 1e9 / 8);
+    cbj_metric(j, recv_metrics, "average_loss", T->loss_pct);
+    cbj_metric(j, recv_metrics, "sender_clock_speed", T->sender_speed);
+    cbj_metric(j, recv_metrics, "sent_packets", (double)T->sent);
+    cbj_metric(j, recv_metrics, "received_packets", (double)T->received);
+    cbj_metric(j, recv_metrics, "lost_packets", (double)T->lost);
+    cbj_metric(j, recv_metrics, "duplicate_packets", (double)T->dups);
+    cbj_metric(j, recv_metrics, "reordered_packets", (double)T->reord);
+    cbj_metric(j, recv_metrics, "stale_packets", (double)T->stale);
+    cbj_metric(j, recv_metrics, "malformed_datagrams", (double)T->malformed);
+    cbj_metric(j, recv_metrics, "foreign_datagrams", (double)T->foreign);
+    cbj_metric(j, recv_metrics, "misdirected_datagrams", (double)T->misdirected);
+    cbj_metric(j, recv_metrics, "rejected_datagrams", (double)T->rejected);
+    cbj_metric(j, recv_metrics, "verification_errors", (double)T->corrupt);
+    cbj_metric(j, recv_metrics, "socket_drops", (double)T->drops);
+    cbj_metric(j, recv_metrics, "gro_receives", (double)T->gro_receives);
+    cbj_metric(j, recv_metrics, "gro_datagrams", (double)T->gro_datagrams);
+    cbj_metric(j, recv_metrics, "sender_time", T->send_s);
 }
 
 /* The document's own top-level keys: complete, streams[], malformed{}. */

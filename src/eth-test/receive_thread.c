@@ -301,3 +301,13 @@ void *recv_thread_main(void *arg)
     free(pfd);
     return NULL;
 }
+
+/* The kernel's drops at stream j's sockets, as the receivers recorded them (here, with
+ * what records them: the report and the main program both read it). */
+uint64_t recv_stream_drops(const recv_run *run, int j)
+{
+    uint64_t d = 0;
+    for (int k = 0; k < run->cfg.reuseport; k++)
+        d += atomic_load(&run->sock_drops[j * run->cfg.reuseport + k]);
+    return d;
+}

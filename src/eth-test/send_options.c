@@ -11,7 +11,7 @@ static const cb_opt opts[] = {
      .help = "receiver's address or name (required)"},
     {.name = "port", .letter = 'p', .type = CB_OPT_INT, .off = O(port), .min = 1, .max = 65535,
      .def = ET_STR(ET_DEFAULT_PORT), .arg = "PORT", .help = "first UDP port"},
-    {.name = "rate", .letter = 'r', .type = CB_OPT_DOUBLE, .off = O(rate_gbits), .min = 1e-6,
+    {.name = "rate", .letter = 'r', .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = O(rate_gbits), .min = 1e-6,
      .max = 10000, .def = "9", .arg = "GBITS", .help = "total rate of UDP payload in Gbit/s"},
     {.name = "size", .letter = 's', .type = CB_OPT_SIZE, .off = O(size), .min = ET_MIN_DATA_BYTES,
      .max = ET_MAX_DATAGRAM, .def = "8900", .arg = "BYTES",
@@ -49,7 +49,21 @@ static const cb_opt opts[] = {
     {0}};
 #undef O
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+const cb_metric_def send_metrics[] = {
+    {"desired_speed", "Gbit/s", CB_NEITHER, "the rate the sender was asked to send at"},
+    {"sent_speed", "Gbit/s", CB_HIGHER, "the rate the sender sent at"},
+    {"sent_speed_bytes", "B/s", CB_HIGHER, "sent_speed in bytes per second"},
+    {"percent_of_desired", "%", CB_HIGHER, "sent_speed as a share of desired_speed"},
+    {"sent_packets", "packets", CB_NEITHER, "datagrams sent"},
+    {"late_batches", "batches", CB_LOWER, "batches sent after their time"},
+    {"max_lag", "us", CB_LOWER, "the longest a batch went out after its time"},
+    {"refused_sends", "sends", CB_LOWER, "sends the socket refused (buffer full)"},
+    {0},
+};
+
 static const cb_cmd cmd = {
+    .metrics = send_metrics,
     .name = "eth-test-send",
     .test_version = ET_TEST_VERSION,
     .usage = "-H HOST [OPTION]...",

@@ -22,4 +22,7 @@ typedef struct send_cfg {
  * than streams are cut to one a stream. */
 void send_options_parse(send_cfg *cfg, int argc, char **argv);
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def send_metrics[];
+
 #endif

@@ -63,10 +63,10 @@ static void explain_json_config(cb_json *j, const void *ctx)
 static void explain_json_metrics(cb_json *j, const void *ctx)
 {
     const gc_run *r = ctx;
-    cbj_metric(j, "gpus", r->ngpus, "GPUs");
-    cbj_metric(j, "degraded_links", r->degraded_links, "links");
-    cbj_metric(j, "theoretical_link_speed", r->reachable, "Gbit/s");
-    cbj_metric(j, "max_link_speed", r->sum_max, "Gbit/s");
+    cbj_metric(j, gc_metrics, "gpus", r->ngpus);
+    cbj_metric(j, gc_metrics, "degraded_links", r->degraded_links);
+    cbj_metric(j, gc_metrics, "theoretical_link_speed", r->reachable);
+    cbj_metric(j, gc_metrics, "max_link_speed", r->sum_max);
 }
 
 static void explain_json_gpus(cb_json *j, const void *ctx)

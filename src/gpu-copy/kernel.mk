@@ -24,8 +24,9 @@ $(BIN)/cb-pcie-links: $(BUILD)/gpu-copy/pcie-links.o $(BUILD)/gpu-copy/pcie.o $(
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# The program's host side: the stages over the run state (run.h), the options, the links.
-GPUCOPY_PROG := $(patsubst %,$(BUILD)/gpu-copy/%.o,gpu-copy options links explain report)
+# The program's host side: the stages over the run state (run.h), the options, the links,
+# the phases' results.
+GPUCOPY_PROG := $(patsubst %,$(BUILD)/gpu-copy/%.o,gpu-copy options links explain report results)
 $(GPUCOPY_LIB) $(GPUCOPY_PROG): $(GPUCOPY_HDR)
 
 # The plain-C parts' unit tests (links, sysfs, the one link rule, the plan): no hwloc.

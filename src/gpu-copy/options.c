@@ -37,11 +37,11 @@ static const cb_opt opts[] = {
      .arg = "SIZE", .help = "bytes per cudaMemcpyAsync, a multiple of 4K (default 64M,\nsmaller for small buffers)"},
     {.name = "streams", .letter = 's', .type = CB_OPT_INT, .off = offsetof(gc_cfg, streams), .min = 1,
      .max = 16, .def = "2", .arg = "N", .help = "streams per direction"},
-    {.name = "threshold", .letter = 't', .type = CB_OPT_DOUBLE, .off = offsetof(gc_cfg, threshold),
+    {.name = "threshold", .letter = 't', .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = offsetof(gc_cfg, threshold),
      .min = 0, .max = 1e6, .def = "180", .arg = "GBITS", .section = "Judgement:",
      .help = "compliant when the total write and the total read speed\nare both >= GBITS Gbit/s (the "
              "compliance document's figure\nfor two GPUs on PCIe 3.0 x16)"},
-    {.name = "threshold-per-gpu", .type = CB_OPT_DOUBLE, .off = offsetof(gc_cfg, threshold_per_gpu),
+    {.name = "threshold-per-gpu", .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = offsetof(gc_cfg, threshold_per_gpu),
      .min = 1e-9, .max = 1e6, .arg = "GBITS", .help = "instead: >= GBITS x the number of GPUs"},
     {.name = "explain-links", .type = CB_OPT_FLAG, .off = offsetof(gc_cfg, explain_only), .section = "Diagnosis:",
      .help = "only explain each NVIDIA GPU's PCIe links from sysfs: no\nCUDA, no copies (exit 1 if a link is degraded)"},
@@ -53,7 +53,33 @@ static const cb_opt opts[] = {
     {0},
 };
 
+/* Per direction ("write": host to GPU, "read": GPU to host): all GPUs at once. */
+#define DIRECTION(d)                                                                               \
+    {"total_" d "_speed", "Gbit/s", CB_HIGHER, "every GPU's " d " speed, all at once, summed"},    \
+    {"total_" d "_speed_bytes", "B/s", CB_HIGHER, "total_" d "_speed in bytes per second"},        \
+    {"aggregate_" d "_speed", "Gbit/s", CB_HIGHER, "bytes " d " by all GPUs over the whole time"}, \
+    {d "_percent_of_link", "%", CB_HIGHER, "total_" d "_speed as a share of the links' speed"}
+/* The document's metrics, each unit written once (cb_metric_def). */
+const cb_metric_def gc_metrics[] = {
+    DIRECTION("write"),
+    DIRECTION("read"),
+    {"bidir_write_speed", "Gbit/s", CB_HIGHER, "host to GPU speed while copying both ways"},
+    {"bidir_read_speed", "Gbit/s", CB_HIGHER, "GPU to host speed while copying both ways"},
+    {"theoretical_link_speed", "Gbit/s", CB_NEITHER,
+     "what the GPUs' links carry at their trained width and rate"},
+    {"max_link_speed", "Gbit/s", CB_NEITHER,
+     "what the GPUs' links carry at their maximum width and rate"},
+    {"gpus", "GPUs", CB_NEITHER, "GPUs measured"},
+    {"degraded_links", "links", CB_LOWER, "links below their maximum width or rate"},
+    {"verified_phases", "phases", CB_NEITHER, "copy phases whose data were checked"},
+    {"verification_errors", "errors", CB_LOWER, "copies whose data were wrong: corruption"},
+    {0},
+};
+
+#undef DIRECTION
+
 static const cb_cmd cmd = {
+    .metrics = gc_metrics,
     .name = "gpu-copy",
     .test_version = GC_TEST_VERSION,
     .opts = opts,

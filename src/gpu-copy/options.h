@@ -27,6 +27,9 @@ typedef struct gc_cfg {
 /* cb_opts_parse() on the table, then the rules between options (exit 2 naming them):
  * at most GC_MAX_GPUS GPUs, one threshold, one device-buffer size, --chunk a multiple of
  * 4K, a --sysfs-root with PCI devices, a writable --json directory. */
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def gc_metrics[];
+
 void gc_options_parse(gc_cfg *cfg, int argc, char **argv);
 
 #endif

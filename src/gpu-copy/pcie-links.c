@@ -32,7 +32,17 @@ static const cb_opt opts[] = {
     {0},
 };
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+static const cb_metric_def pl_metrics[] = {
+    {"devices", "devices", CB_NEITHER, "PCIe devices listed"},
+    {"degraded", "devices", CB_LOWER, "devices with a degraded link"},
+    {"idle_low", "devices", CB_NEITHER, "GPUs whose link rate is low while idle"},
+    {"unknown", "devices", CB_NEITHER, "devices without a readable link state"},
+    {0},
+};
+
 static const cb_cmd cmd = {
+    .metrics = pl_metrics,
     .name = "cb-pcie-links",
     .test_version = TEST_VERSION,
     .about =
@@ -99,10 +109,10 @@ static void json_config(cb_json *j, const void *ctx)
 static void json_metrics(cb_json *j, const void *ctx)
 {
     const listing *ls = ctx;
-    cbj_metric(j, "devices", ls->n, "devices");
-    cbj_metric(j, "degraded", ls->count[GC_LINK_DEGRADED], "devices");
-    cbj_metric(j, "idle_low", ls->count[GC_LINK_IDLE_LOW], "devices");
-    cbj_metric(j, "unknown", ls->count[GC_LINK_UNKNOWN], "devices");
+    cbj_metric(j, pl_metrics, "devices", ls->n);
+    cbj_metric(j, pl_metrics, "degraded", ls->count[GC_LINK_DEGRADED]);
+    cbj_metric(j, pl_metrics, "idle_low", ls->count[GC_LINK_IDLE_LOW]);
+    cbj_metric(j, pl_metrics, "unknown", ls->count[GC_LINK_UNKNOWN]);
 }
 
 static void json_devices(cb_json *j, const void *ctx)

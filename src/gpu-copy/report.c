@@ -185,14 +185,14 @@ static void direction_metrics(cb_json *j, const char *dir, double total, double 
 {
     char key[64];
     snprintf(key, sizeof key, "total_%s_speed", dir);
-    cbj_metric(j, key, total, "Gbit/s");
+    cbj_metric(j, gc_metrics, key, total);
     snprintf(key, sizeof key, "total_%s_speed_bytes", dir);
-    cbj_metric(j, key, total * 1e9 / 8, "B/s");
+    cbj_metric(j, gc_metrics, key, total * 1e9 / 8);
     snprintf(key, sizeof key, "aggregate_%s_speed", dir);
-    cbj_metric(j, key, aggregate, "Gbit/s");
+    cbj_metric(j, gc_metrics, key, aggregate);
     snprintf(key, sizeof key, "%s_percent_of_link", dir);
     if (link_sum > 0)
-        cbj_metric(j, key, 100 * total / link_sum, "%");
+        cbj_metric(j, gc_metrics, key, 100 * total / link_sum);
 }
 
 static void copy_json_metrics(cb_json *j, const void *ctx)
@@ -204,14 +204,14 @@ static void copy_json_metrics(cb_json *j, const void *ctx)
     if (r->pr >= 0)
         direction_metrics(j, "read", r->total_r, r->agg_r, link_sum);
     if (r->pb >= 0) {
-        cbj_metric(j, "bidir_write_speed", r->bidir_w, "Gbit/s");
-        cbj_metric(j, "bidir_read_speed", r->bidir_r, "Gbit/s");
+        cbj_metric(j, gc_metrics, "bidir_write_speed", r->bidir_w);
+        cbj_metric(j, gc_metrics, "bidir_read_speed", r->bidir_r);
     }
-    cbj_metric(j, "theoretical_link_speed", link_sum, "Gbit/s");
-    cbj_metric(j, "gpus", r->ngpus, "GPUs");
-    cbj_metric(j, "degraded_links", r->degraded_links, "links");
-    cbj_metric(j, "verified_phases", (double)r->checked, "phases");
-    cbj_metric(j, "verification_errors", (double)r->wrong, "errors");
+    cbj_metric(j, gc_metrics, "theoretical_link_speed", link_sum);
+    cbj_metric(j, gc_metrics, "gpus", r->ngpus);
+    cbj_metric(j, gc_metrics, "degraded_links", r->degraded_links);
+    cbj_metric(j, gc_metrics, "verified_phases", (double)r->checked);
+    cbj_metric(j, gc_metrics, "verification_errors", (double)r->wrong);
 }
 
 static void copy_json_gpu(cb_json *j, const gc_run *r, int i)

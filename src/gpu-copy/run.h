@@ -85,7 +85,7 @@ int gc_print_shared(const gc_run *r, int verbose_ok, const char *indent);
 /* What the GPUs' links can carry together (shared uplinks counted once). */
 double gc_run_reachable_gbits(const gc_run *r);
 
-/* ---- gpu-copy.c: reading the phases' results ------------------------------------------- */
+/* ---- results.c: reading the phases' results ------------------------------------------- */
 const char *gc_phase_name(const gc_run *r, const gc_phase_spec *p, char *buf, size_t len);
 double gc_speed_of(const gc_result *r, int dir);
 double gc_phase_total(const gc_run *r, int p, int dir, double *aggregate);

@@ -702,26 +702,26 @@ static void doc_metrics(cb_json *j, const void *ctx)
 {
     const mt_run *run = ctx;
     const totals *t = &run->tot;
-    cbj_metric(j, "desired_speed", run->desired_gbits, "Gbit/s");
-    cbj_metric(j, "measured_speed", run->measured_gbits, "Gbit/s");
-    cbj_metric(j, "measured_speed_bytes", run->measured_gbits * 1e9 / 8, "B/s");
-    cbj_metric(j, "percent_of_desired", run->pct, "%");
+    cbj_metric(j, mt_metrics, "desired_speed", run->desired_gbits);
+    cbj_metric(j, mt_metrics, "measured_speed", run->measured_gbits);
+    cbj_metric(j, mt_metrics, "measured_speed_bytes", run->measured_gbits * 1e9 / 8);
+    cbj_metric(j, mt_metrics, "percent_of_desired", run->pct);
     if (!run->cfg.max_mode)
-        cbj_metric(j, "average_late", run->late_pct, "%");
+        cbj_metric(j, mt_metrics, "average_late", run->late_pct);
     for (int o = 0; o < MT_NOPS; o++) {
         if (!op_selected(run, o))
             continue;
         char name[32];
         snprintf(name, sizeof name, "%s_speed", mt_op_names[o]);
-        cbj_metric(j, name, cb_gbits((double)t->bytes[o], run->elapsed_s), "Gbit/s");
+        cbj_metric(j, mt_metrics, name, cb_gbits((double)t->bytes[o], run->elapsed_s));
         snprintf(name, sizeof name, "%s_busy_speed", mt_op_names[o]);
         /* per-thread speed while busy with this operation, summed over threads */
         double busy = t->busy_ns[o] ? cb_gbits((double)t->bytes[o], t->busy_ns[o] / 1e9) * run->nworkers : 0;
-        cbj_metric(j, name, busy, "Gbit/s");
+        cbj_metric(j, mt_metrics, name, busy);
     }
-    cbj_metric(j, "verified_blocks", (double)t->blocks, "blocks");
-    cbj_metric(j, "verification_errors", (double)t->errors, "errors");
-    cbj_metric(j, "missed_blocks", (double)t->missed, "blocks");
+    cbj_metric(j, mt_metrics, "verified_blocks", (double)t->blocks);
+    cbj_metric(j, mt_metrics, "verification_errors", (double)t->errors);
+    cbj_metric(j, mt_metrics, "missed_blocks", (double)t->missed);
 }
 
 /* "domains": per NUMA node, its CPUs, stations, buffers and speeds. */

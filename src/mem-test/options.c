@@ -38,7 +38,7 @@ static const cb_opt opts[] = {
     {.name = "stations", .letter = 's', .type = CB_OPT_INT, .off = P(stations), .min = 1,
      .max = 100000, .def = "18", .arg = "N", .help = "input streams on this node",
      .section = "Workload:"},
-    {.name = "input-rate", .type = CB_OPT_DOUBLE, .off = P(input_gbits), .min = 1e-6, .max = 1e6,
+    {.name = "input-rate", .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = P(input_gbits), .min = 1e-6, .max = 1e6,
      .def = "3", .arg = "GBITS", .help = "per-station input rate in Gbit/s"},
     {.name = "reduction", .type = CB_OPT_INT, .off = P(reduction), .min = 1, .max = 1024,
      .def = "2", .arg = "N", .help = "data reduction factor of the later stages"},
@@ -52,7 +52,7 @@ static const cb_opt opts[] = {
      .def = "8", .arg = "N",
      .help = "bytes per sample in the corner turns: 4, 8 or 16;\n"
              "8 is dual-polarisation complex 16-bit"},
-    {.name = "desired-rate", .letter = 'r', .type = CB_OPT_DOUBLE, .off = C(desired_gbits),
+    {.name = "desired-rate", .letter = 'r', .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = C(desired_gbits),
      .min = 1e-6, .max = 1e7, .arg = "GBITS",
      .help = "set the node's desired speed directly (scales the\n"
              "input rate; give it or --input-rate, not both)"},
@@ -71,17 +71,38 @@ static const cb_opt opts[] = {
     {.name = "threads-per-domain", .letter = 'T', .type = CB_OPT_INT, .off = C(threads_per_domain),
      .min = 1, .max = CB_MAX_CPUS, .arg = "N",
      .help = "worker threads per domain (default one per core)"},
-    {.name = "threshold", .letter = 't', .type = CB_OPT_DOUBLE, .off = C(threshold), .min = 0,
+    {.name = "threshold", .letter = 't', .type = CB_OPT_DOUBLE, .unit = "%", .off = C(threshold), .min = 0,
      .max = 1000, .def = "99.75", .arg = "PCT", .help = "compliant when measured >= PCT% of the desired\nspeed"},
     {.name = "json", .letter = 'j', .type = CB_OPT_STRING, .off = C(json_path), .arg = "FILE",
      .help = "write the JSON result document to FILE ('-' = stdout)", .section = "Output:"},
     CB_OPT_QUIET_ROW(mt_config, quiet),
     {0}};
 
+/* Per operation: its speed over the run, and while a thread was busy with it. */
+#define OP_SPEEDS(op)                                                                              \
+    {op "_speed", "Gbit/s", CB_HIGHER, "bytes of the " op " operation over the run's time"},       \
+    {op "_busy_speed", "Gbit/s", CB_HIGHER,                                                        \
+     "per-thread " op " speed while busy with it, summed over the threads"}
+
+const cb_metric_def mt_metrics[] = {
+    {"desired_speed", "Gbit/s", CB_NEITHER, "the memory traffic the workload asks of the node"},
+    {"measured_speed", "Gbit/s", CB_HIGHER, "the memory traffic the node sustained"},
+    {"measured_speed_bytes", "B/s", CB_HIGHER, "measured_speed in bytes per second"},
+    {"percent_of_desired", "%", CB_HIGHER, "measured_speed as a share of desired_speed"},
+    {"average_late", "%", CB_LOWER, "blocks finished after their deadline (paced runs only)"},
+    OP_SPEEDS("write"), OP_SPEEDS("read"), OP_SPEEDS("copy"), OP_SPEEDS("transpose"),
+    {"verified_blocks", "blocks", CB_NEITHER, "blocks whose data were checked"},
+    {"verification_errors", "errors", CB_LOWER, "blocks whose data were wrong: corruption"},
+    {"missed_blocks", "blocks", CB_LOWER, "blocks not processed within the run"},
+    {0},
+};
+#undef OP_SPEEDS
+
 const cb_cmd mt_cmd = {
     .name = "mem-test",
     .test_version = MT_TEST_VERSION,
     .opts = opts,
+    .metrics = mt_metrics,
     .about =
 "Emulate the DRAM traffic of a streaming application on this node, spread over\n"
 "its NUMA domains, at a desired rate, and report whether the node sustains it.\n"

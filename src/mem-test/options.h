@@ -22,6 +22,8 @@ typedef struct mt_config {
 } mt_config;
 
 extern const cb_cmd mt_cmd;
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def mt_metrics[];
 
 /* cb_opts_parse() on mt_cmd, then the rules between options (exit 2 naming them):
  * --desired-rate and --input-rate exclude each other, the workload must be consistent

@@ -93,7 +93,7 @@ static const cb_opt opts[] = {
              "measurements.\n"
              "The output and the JSON document say so (transport\n"
              "\"test-fabric\")."},
-    {.name = "min-rate", .type = CB_OPT_DOUBLE, .off = SMT_OFF(min_rate), .min = 0, .max = 1e12,
+    {.name = "min-rate", .type = CB_OPT_DOUBLE, .unit = "MAD/s", .off = SMT_OFF(min_rate), .min = 0, .max = 1e12,
      .def = "0", .arg = "MADS", .help = "compliant only with at least MADS MAD/s in\ntotal",
      .section = "Compliance (a response that fails its checks -- transaction id, attribute,\n"
                 "modifier, GetResp; for SET the value set -- or carries a MAD status error\n"
@@ -111,7 +111,30 @@ static const cb_opt opts[] = {
     {.name = "test-fabric", .replaced_by = "simulate"},
     {0}};
 
+/* The document's metrics, each unit written once (cb_metric_def). */
+const cb_metric_def smt_metrics[] = {
+    {"mad_rate", "MAD/s", CB_HIGHER, "MADs answered per second"},
+    {"latency_avg", "us", CB_LOWER, "mean time from a MAD's send to its answer"},
+    {"latency_p50", "us", CB_LOWER, "median time from a MAD's send to its answer"},
+    {"latency_p99", "us", CB_LOWER, "99th percentile of the time from a MAD's send to its answer"},
+    {"latency_min", "us", CB_LOWER, "shortest time from a MAD's send to its answer"},
+    {"latency_max", "us", CB_LOWER, "longest time from a MAD's send to its answer"},
+    {"mads_sent", "MADs", CB_NEITHER, "MADs sent"},
+    {"mads_answered", "MADs", CB_NEITHER, "MADs answered"},
+    {"timeouts", "MADs", CB_LOWER, "MADs not answered in time"},
+    {"retries", "MADs", CB_LOWER, "MADs sent again after a timeout"},
+    {"drops", "MADs", CB_LOWER, "MADs given up after their retries"},
+    {"status_errors", "MADs", CB_LOWER, "answers with an error status"},
+    {"verification_errors", "errors", CB_LOWER, "answers whose content was not the one expected"},
+    {"late_responses", "MADs", CB_LOWER, "answers that came after their MAD was given up"},
+    {"abandoned", "MADs", CB_LOWER, "MADs still unanswered when the run ended"},
+    {"max_local_in_flight", "MADs", CB_NEITHER, "most MADs outstanding at once on the port"},
+    {"max_dest_in_flight", "MADs", CB_NEITHER, "most MADs outstanding at once to one destination"},
+    {0},
+};
+
 const cb_cmd smt_cmd = {
+    .metrics = smt_metrics,
     .name = SMT_PROG,
     .test_version = SMT_TEST_VERSION,
     .usage = "[OPTION]... DEST ATTR [MOD]\n       " SMT_PROG " [OPTION]... -L LIDS ATTR [MOD]",

@@ -30,6 +30,9 @@ typedef struct smt_opts {
 } smt_opts;
 
 extern const cb_cmd smt_cmd;
+/* The document's metrics, each unit written once (cb_metric_def). */
+extern const cb_metric_def smt_metrics[];
+
 
 /* cb_opts_parse() on smt_cmd, then the rules between the options alone (exit 2 naming
  * them): --paths implies --direct; --lids excludes --paths and --direct. Returns the

@@ -458,27 +458,27 @@ static void json_metrics(cb_json *j, const void *ctx)
 {
     const run_state *st = ctx;
     const smt_dest_stats *t = &st->total;
-    cbj_metric(j, "mad_rate", st->rate, "MAD/s");
-    cbj_metric(j, "latency_avg", us(smp_hist_mean(&t->latency)), "us");
-    cbj_metric(j, "latency_p50", us(smp_hist_quantile(&t->latency, 0.5)), "us");
-    cbj_metric(j, "latency_p99", us(smp_hist_quantile(&t->latency, 0.99)), "us");
-    cbj_metric(j, "latency_min", us((double)t->latency.min_ns), "us");
-    cbj_metric(j, "latency_max", us((double)t->latency.max_ns), "us");
-    cbj_metric(j, "mads_sent", (double)t->sent, "MADs");
-    cbj_metric(j, "mads_answered", (double)t->answered, "MADs");
-    cbj_metric(j, "timeouts", (double)t->timeouts, "MADs");
-    cbj_metric(j, "retries", (double)t->retries, "MADs");
-    cbj_metric(j, "drops", (double)t->drops, "MADs");
-    cbj_metric(j, "status_errors", (double)t->status_errors, "MADs");
-    cbj_metric(j, "verification_errors", (double)t->bad, "errors");
-    cbj_metric(j, "late_responses", (double)st->res.stale, "MADs");
-    cbj_metric(j, "abandoned", (double)st->res.abandoned, "MADs");
-    cbj_metric(j, "max_local_in_flight", st->res.max_local_in_flight, "MADs");
+    cbj_metric(j, smt_metrics, "mad_rate", st->rate);
+    cbj_metric(j, smt_metrics, "latency_avg", us(smp_hist_mean(&t->latency)));
+    cbj_metric(j, smt_metrics, "latency_p50", us(smp_hist_quantile(&t->latency, 0.5)));
+    cbj_metric(j, smt_metrics, "latency_p99", us(smp_hist_quantile(&t->latency, 0.99)));
+    cbj_metric(j, smt_metrics, "latency_min", us((double)t->latency.min_ns));
+    cbj_metric(j, smt_metrics, "latency_max", us((double)t->latency.max_ns));
+    cbj_metric(j, smt_metrics, "mads_sent", (double)t->sent);
+    cbj_metric(j, smt_metrics, "mads_answered", (double)t->answered);
+    cbj_metric(j, smt_metrics, "timeouts", (double)t->timeouts);
+    cbj_metric(j, smt_metrics, "retries", (double)t->retries);
+    cbj_metric(j, smt_metrics, "drops", (double)t->drops);
+    cbj_metric(j, smt_metrics, "status_errors", (double)t->status_errors);
+    cbj_metric(j, smt_metrics, "verification_errors", (double)t->bad);
+    cbj_metric(j, smt_metrics, "late_responses", (double)st->res.stale);
+    cbj_metric(j, smt_metrics, "abandoned", (double)st->res.abandoned);
+    cbj_metric(j, smt_metrics, "max_local_in_flight", st->res.max_local_in_flight);
     int maxd = 0;
     for (int d = 0; d < st->o.c.ndests; d++)
         if (st->res.max_dest_in_flight[d] > maxd)
             maxd = st->res.max_dest_in_flight[d];
-    cbj_metric(j, "max_dest_in_flight", maxd, "MADs");
+    cbj_metric(j, smt_metrics, "max_dest_in_flight", maxd);
 }
 
 static void json_stats(cb_json *j, const smt_dest_stats *s, double elapsed)

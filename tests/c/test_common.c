@@ -97,6 +97,13 @@ static void test_strict_numbers(void)
     CHECK(cb_parse_intlist("99999999999999999999", v, 16) == -1);
 }
 
+/* A kernel's metrics table: the document takes each unit from it. */
+static const cb_metric_def test_metrics[] = {
+    {"speed", "Gbit/s", CB_HIGHER, "a speed"},
+    {"bad", "x", CB_NEITHER, "not a number"},
+    {0},
+};
+
 static void test_json(void)
 {
     cb_json j;
@@ -113,8 +120,8 @@ static void test_json(void)
     cbj_arr_end(&j);
     cbj_obj_end(&j);
     cbj_obj_begin(&j, "metrics");
-    cbj_metric(&j, "speed", 0.1, "Gbit/s");
-    cbj_metric(&j, "bad", 0.0 / 0.0, "x");
+    cbj_metric(&j, test_metrics, "speed", 0.1);
+    cbj_metric(&j, test_metrics, "bad", 0.0 / 0.0);
     cbj_obj_end(&j);
     cbj_obj_begin(&j, "compliance");
     cbj_num(&j, "threshold", 99.75);
@@ -359,11 +366,32 @@ static void part_config(cb_json *j, const void *ctx)
 }
 static void part_metrics(cb_json *j, const void *ctx)
 {
-    cbj_metric(j, "speed", 1.5, "Gbit/s");
+    cbj_metric(j, test_metrics, "speed", 1.5);
 }
 static void part_compliance(cb_json *j, const void *ctx)
 {
     cbj_int(j, "max_drops", 0);
+}
+
+/* A metric its kernel's table lacks is a programming error: exit 3, named. */
+static void test_unknown_metric(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (!freopen("/dev/null", "w", stderr))
+            _exit(99);
+        cb_json j;
+        cbj_init(&j);
+        cbj_obj_begin(&j, NULL);
+        cbj_metric(&j, test_metrics, "speeed", 1.0);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == CB_EXIT_CANNOT_RUN);
+    CHECK(cb_metric_find(test_metrics, "bad") == &test_metrics[1]);
+    CHECK(cb_metric_find(test_metrics, "speeed") == NULL);
 }
 
 static void test_read_first_line(void)
@@ -451,5 +479,6 @@ int main(void)
     test_option_errors();
     test_envelope();
     test_read_first_line();
+    test_unknown_metric();
     CBT_DONE();
 }

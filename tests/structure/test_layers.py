@@ -12,6 +12,7 @@ import re
 import pytest
 
 from plugins.checkout import REPO_ROOT as ROOT
+from plugins.graphs import cycles
 
 PACKAGE = ROOT / 'python' / 'cobalt_bench'
 ARCHITECTURE = ROOT / 'docs' / 'architecture.md'
@@ -80,37 +81,6 @@ def upward_imports(edges, layers):
                   f'(layer {layer_of(dst, layers)})'
                   for src, targets in edges.items() for dst in targets
                   if layer_of(dst, layers) > layer_of(src, layers))
-
-
-def cycles(edges):
-    '''Every strongly connected set of more than one module (Tarjan), sorted.'''
-    index, low, stack, on, out = {}, {}, [], set(), []
-
-    def visit(v):
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                out.append(sorted(group))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return sorted(out)
 
 
 LAYERS = layer_table(ARCHITECTURE.read_text())
