@@ -29,6 +29,7 @@
 #define CB_LINKTEST_H
 
 #include "../common/cb_common.h"
+#include "../common/cb_options.h"
 #include "schedule.h"
 
 #include <stddef.h>
@@ -197,6 +198,8 @@ typedef struct lt_run {
 /* options.c */
 /* The document's metrics, each unit written once (cb_metric_def). */
 extern const cb_metric_def lt_metrics[];
+/* The command line: options, help, metrics (src/describe/ describes it). */
+extern const cb_cmd lt_cmd;
 
 void lt_options_parse(lt_config *cfg, int argc, char **argv);
 

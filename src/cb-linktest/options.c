@@ -215,7 +215,7 @@ const cb_metric_def lt_metrics[] = {
     {0},
 };
 
-static const cb_cmd cmd = {
+const cb_cmd lt_cmd = {
     .metrics = lt_metrics,
     .name = "cb-linktest",
     .test_version = LT_TEST_VERSION,
@@ -271,9 +271,9 @@ static void check_plan(const lt_config *c)
 
 static void check_run(const lt_config *c)
 {
-    const char *missing = !cb_opts_given(&cmd, "num-warmup-messages") ? "--num-warmup-messages (-w)"
-                          : !cb_opts_given(&cmd, "num-messages")      ? "--num-messages (-n)"
-                          : !cb_opts_given(&cmd, "size-messages")     ? "--size-messages (-s)"
+    const char *missing = !cb_opts_given(&lt_cmd, "num-warmup-messages") ? "--num-warmup-messages (-w)"
+                          : !cb_opts_given(&lt_cmd, "num-messages")      ? "--num-messages (-n)"
+                          : !cb_opts_given(&lt_cmd, "size-messages")     ? "--size-messages (-s)"
                                                                       : NULL;
     if (missing)
         cb_usage_error("%s is required (as are -w, -n and -s)", missing);
@@ -323,7 +323,7 @@ static void check_linktest(lt_config *c)
     if (c->use_gpu)
         c->allocator = LT_ALLOC_CUDA;
     long most = c->nmsg > c->warmup ? c->nmsg : c->warmup;
-    if (cb_opts_given(&cmd, "num-multi-buffer") && c->num_multi_buffer != 0) {
+    if (cb_opts_given(&lt_cmd, "num-multi-buffer") && c->num_multi_buffer != 0) {
         if (c->num_multi_buffer < 2 || c->num_multi_buffer > most)
             cb_usage_error("--num-multi-buffer %ld: must be between 2 and %ld (the larger of -n and -w), "
                            "or 0 for that", c->num_multi_buffer, most);
@@ -340,7 +340,7 @@ void lt_options_parse(lt_config *c, int argc, char **argv)
     for (int i = 0; i < argc; i++)
         snprintf(c->argv_line + strlen(c->argv_line), sizeof c->argv_line - strlen(c->argv_line),
                  "%s%s", i ? " " : "", argv[i]);
-    cb_opts_parse(&cmd, c, argc, argv);
+    cb_opts_parse(&lt_cmd, c, argc, argv);
     if (c->unidirectional && c->bidirectional)
         cb_usage_error("--unidirectional and --bidirectional exclude each other");
     c->pattern = c->unidirectional ? LT_UNI : c->bidirectional ? LT_BI : LT_SEMI;

@@ -84,29 +84,34 @@ static void describe_option(cb_json *j, const cb_opt *rows, const cb_opt *o)
     cbj_obj_end(j);
 }
 
+void cbj_describe(cb_json *j, const char *key, const cb_cmd *cmd)
+{
+    cbj_obj_begin(j, key);
+    cbj_str(j, "kernel", cmd->name);
+    cbj_str(j, "test_version", cmd->test_version);
+    cbj_arr_begin(j, "options");
+    for (const cb_opt *o = cmd->opts; !is_end(o); o++)
+        if (!o->replaced_by && o->name)
+            describe_option(j, cmd->opts, o);
+    cbj_arr_end(j);
+    cbj_arr_begin(j, "metrics");
+    for (const cb_metric_def *m = cmd->metrics; m && m->name; m++) {
+        cbj_obj_begin(j, NULL);
+        cbj_str(j, "name", m->name);
+        cbj_str(j, "unit", m->unit);
+        cbj_str(j, "better", better_names[m->better]);
+        cbj_str(j, "meaning", m->meaning ? m->meaning : "");
+        cbj_obj_end(j);
+    }
+    cbj_arr_end(j);
+    cbj_obj_end(j);
+}
+
 int cb_opts_describe(const cb_cmd *cmd)
 {
     cb_json j;
     cbj_init(&j);
-    cbj_obj_begin(&j, NULL);
-    cbj_str(&j, "kernel", cmd->name);
-    cbj_str(&j, "test_version", cmd->test_version);
-    cbj_arr_begin(&j, "options");
-    for (const cb_opt *o = cmd->opts; !is_end(o); o++)
-        if (!o->replaced_by && o->name)
-            describe_option(&j, cmd->opts, o);
-    cbj_arr_end(&j);
-    cbj_arr_begin(&j, "metrics");
-    for (const cb_metric_def *m = cmd->metrics; m && m->name; m++) {
-        cbj_obj_begin(&j, NULL);
-        cbj_str(&j, "name", m->name);
-        cbj_str(&j, "unit", m->unit);
-        cbj_str(&j, "better", better_names[m->better]);
-        cbj_str(&j, "meaning", m->meaning ? m->meaning : "");
-        cbj_obj_end(&j);
-    }
-    cbj_arr_end(&j);
-    cbj_obj_end(&j);
+    cbj_describe(&j, NULL, cmd);
     int rc = cb_json_write(&j, "-");
     cbj_free(&j);
     return rc;

@@ -97,6 +97,9 @@ void cb_opts_defaults(const cb_cmd *cmd, void *cfg);
 void cb_opts_help(const cb_cmd *cmd, FILE *f);
 /* The --describe document on stdout (cb_describe.c); 0, or -1 with a message. */
 int cb_opts_describe(const cb_cmd *cmd);
+/* The same description as one object of j (key: its name in the enclosing object, or
+ * NULL): src/describe/ puts every kernel's in one document for the Python package. */
+void cbj_describe(cb_json *j, const char *key, const cb_cmd *cmd);
 /* Whether the option with this long name (or one of its deprecated spellings) was
  * given on the command line of the last cb_opts_parse(). */
 int cb_opts_given(const cb_cmd *cmd, const char *name);

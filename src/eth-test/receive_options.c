@@ -95,7 +95,7 @@ const cb_metric_def recv_metrics[] = {
     {0},
 };
 
-static const cb_cmd cmd = {
+const cb_cmd recv_cmd = {
     .metrics = recv_metrics,
     .name = "eth-test-receive",
     .test_version = ET_TEST_VERSION,
@@ -137,6 +137,6 @@ static void check_options(recv_cfg *cfg)
 
 void recv_options_parse(recv_cfg *cfg, int argc, char **argv)
 {
-    cb_opts_parse(&cmd, cfg, argc, argv);
+    cb_opts_parse(&recv_cmd, cfg, argc, argv);
     check_options(cfg);
 }

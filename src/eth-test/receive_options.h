@@ -24,5 +24,7 @@ void recv_options_parse(recv_cfg *cfg, int argc, char **argv);
 
 /* The document's metrics, each unit written once (cb_metric_def). */
 extern const cb_metric_def recv_metrics[];
+/* The command line: options, help, metrics (src/describe/ describes it). */
+extern const cb_cmd recv_cmd;
 
 #endif

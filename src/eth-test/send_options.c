@@ -62,7 +62,7 @@ const cb_metric_def send_metrics[] = {
     {0},
 };
 
-static const cb_cmd cmd = {
+const cb_cmd send_cmd = {
     .metrics = send_metrics,
     .name = "eth-test-send",
     .test_version = ET_TEST_VERSION,
@@ -100,6 +100,6 @@ static void check_options(send_cfg *cfg)
 
 void send_options_parse(send_cfg *cfg, int argc, char **argv)
 {
-    cb_opts_parse(&cmd, cfg, argc, argv);
+    cb_opts_parse(&send_cmd, cfg, argc, argv);
     check_options(cfg);
 }

@@ -24,5 +24,7 @@ void send_options_parse(send_cfg *cfg, int argc, char **argv);
 
 /* The document's metrics, each unit written once (cb_metric_def). */
 extern const cb_metric_def send_metrics[];
+/* The command line: options, help, metrics (src/describe/ describes it). */
+extern const cb_cmd send_cmd;
 
 #endif

@@ -78,7 +78,7 @@ const cb_metric_def gc_metrics[] = {
 
 #undef DIRECTION
 
-static const cb_cmd cmd = {
+const cb_cmd gc_cmd = {
     .metrics = gc_metrics,
     .name = "gpu-copy",
     .test_version = GC_TEST_VERSION,
@@ -120,9 +120,9 @@ static void check_cfg(gc_cfg *c)
 {
     if (c->gpus.n > GC_MAX_GPUS)
         cb_usage_error("invalid list for --gpus: at most %d GPUs", GC_MAX_GPUS);
-    if (cb_opts_given(&cmd, "threshold") && c->threshold_per_gpu > 0)
+    if (cb_opts_given(&gc_cmd, "threshold") && c->threshold_per_gpu > 0)
         cb_usage_error("--threshold and --threshold-per-gpu both set the threshold; give one");
-    if (cb_opts_given(&cmd, "device-fraction") && c->dev_request)
+    if (cb_opts_given(&gc_cmd, "device-fraction") && c->dev_request)
         cb_usage_error("--device-fraction and --device-buffer both size the device buffer; give one");
     if (c->chunk && (c->chunk < GC_MIN_CHUNK || c->chunk % GC_MIN_CHUNK))
         cb_usage_error("invalid value for --chunk: must be a multiple of 4K");
@@ -136,6 +136,6 @@ static void check_cfg(gc_cfg *c)
 
 void gc_options_parse(gc_cfg *cfg, int argc, char **argv)
 {
-    cb_opts_parse(&cmd, cfg, argc, argv);
+    cb_opts_parse(&gc_cmd, cfg, argc, argv);
     check_cfg(cfg);
 }

@@ -29,6 +29,8 @@ typedef struct gc_cfg {
  * 4K, a --sysfs-root with PCI devices, a writable --json directory. */
 /* The document's metrics, each unit written once (cb_metric_def). */
 extern const cb_metric_def gc_metrics[];
+/* The command line: options, help, metrics (src/describe/ describes it). */
+extern const cb_cmd gc_cmd;
 
 void gc_options_parse(gc_cfg *cfg, int argc, char **argv);
 

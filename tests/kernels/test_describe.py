@@ -1,6 +1,6 @@
 """`KERNEL --describe`: each C kernel describes its options and its document's metrics from
-its own tables (src/common/cb_describe.c), and the Python descriptors
-(python/cobalt_bench/kernels) must say the same of every metric they declare."""
+its own tables (src/common/cb_describe.c); the Python package takes every metric's unit
+from those descriptions (python/cobalt_bench/kernels/described.json, made by make)."""
 
 import json
 import os
@@ -10,6 +10,8 @@ import subprocess
 import pytest
 
 from cobalt_bench import kernels
+from cobalt_bench.errors import CannotRun
+from cobalt_bench.kernels import described
 from plugins.checkout import ROOT
 
 BIN = os.path.join(ROOT, 'bin')
@@ -55,14 +57,38 @@ def test_a_kernel_describes_its_options_as_its_help_shows_them(binary):
         assert m['better'] in ('higher', 'lower', 'neither'), m
 
 
-@pytest.mark.parametrize('name', sorted(n for n, k in kernels.KERNELS.items()
-                                        if n in BINARIES))
-def test_the_descriptor_says_what_the_kernel_describes(name):
-    # Each metric a descriptor declares, in the unit the kernel's own table writes: a
-    # unit changed on one side only fails here, not at a site.
-    described = {m['name']: m['unit'] for m in describe(name)['metrics']}
-    declared = kernels.KERNELS[name].metrics
-    assert {m: described.get(m) for m in declared} == declared
+@pytest.mark.parametrize('binary', BINARIES)
+def test_the_packages_description_is_the_kernels_own(binary):
+    # python/cobalt_bench/kernels/described.json (src/describe/, made by make from the
+    # kernels' tables, without building them) says what each built kernel says.
+    package = described.descriptions()
+    if binary not in package:
+        pytest.skip(f'{binary} is not a program src/describe/ describes')
+    assert package[binary] == describe(binary)
+
+
+@pytest.mark.parametrize('name', sorted(kernels.KERNELS))
+def test_every_metric_a_descriptor_declares_has_its_kernels_unit(name):
+    kernel = kernels.KERNELS[name]
+    units = kernel.metrics
+    assert units and all(units.values()), units
+    if kernel.units is None:        # a C kernel: each unit is its table's
+        assert units == {m: described.metric_units(name)[m] for m in kernel.declared}
+
+
+def test_a_metric_no_kernel_describes_is_an_error_naming_it():
+    with pytest.raises(CannotRun, match='describes no metric measured_sped'):
+        described.units_of('mem-test', ('measured_speed', 'measured_sped'))
+
+
+def test_without_the_descriptions_the_error_says_to_run_make(tmp_path, monkeypatch):
+    monkeypatch.setattr(described, 'PATH', str(tmp_path / 'described.json'))
+    described.descriptions.cache_clear()
+    try:
+        with pytest.raises(CannotRun, match='run make'):
+            described.descriptions()
+    finally:
+        described.descriptions.cache_clear()
 
 
 def test_a_document_holds_only_described_metrics_in_their_units(tmp_path):

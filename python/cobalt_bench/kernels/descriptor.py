@@ -5,6 +5,8 @@ the tests' list of binaries are derived from it (kernels/__init__.py lists them 
 
 from dataclasses import dataclass, field
 
+from . import described
+
 
 @dataclass(frozen=True)
 class Capacity:
@@ -38,9 +40,10 @@ class Kernel:
     check: str
     #: What `make` builds for it into bin/ (src/<kernel>/kernel.mk).
     binaries: tuple
-    #: {metric: unit} its document must carry, in the contract's units (the check's
-    #: sanity rule; every other numeric metric is recorded too).
-    metrics: dict
+    #: The metrics its document must carry (the check's sanity rule; every other numeric
+    #: metric is recorded too). Their units are the kernel's own (its C table, read from
+    #: kernels.described): `metrics` gives both.
+    declared: tuple
     #: The partition extras key with its options, its default ('' : the kernel's own,
     #: the compliance workload) and what it means (cobalt_bench.reframe.settings).
     options_setting: str
@@ -59,3 +62,13 @@ class Kernel:
     hints: object = None
     #: Its capacity mode (Capacity), or None.
     capacity: object = None
+    #: {metric: unit} of a kernel of this package's own Python (preflight), which has no C
+    #: table to describe it; None for the C kernels.
+    units: dict = None
+
+    @property
+    def metrics(self):
+        '''{metric: unit} its document must carry, in the contract's units.'''
+        if self.units is not None:
+            return self.units
+        return described.units_of(self.name, self.declared)

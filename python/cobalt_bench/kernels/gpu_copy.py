@@ -4,9 +4,8 @@ from .descriptor import Kernel
 
 KERNEL = Kernel(
     name='gpu-copy', family='gpu', check='GpuCopy', binaries=('gpu-copy', 'cb-pcie-links'),
-    metrics={'total_write_speed': 'Gbit/s', 'total_read_speed': 'Gbit/s',
-             'theoretical_link_speed': 'Gbit/s', 'gpus': 'GPUs', 'degraded_links': 'links',
-             'verification_errors': 'errors'},
+    declared=('total_write_speed', 'total_read_speed', 'theoretical_link_speed', 'gpus',
+              'degraded_links', 'verification_errors'),
     options_setting='gpu_copy_opts',
     options_doc="gpu-copy options (GpuCopy); '': every GPU, the compliance workload",
     number_lists={'gpus': ()}, config_numbers=('threshold_per_gpu_gbits',),

@@ -24,10 +24,9 @@ def hints(doc):
 
 KERNEL = Kernel(
     name='mem-test', family='memory', check='MemTest', binaries=('mem-test',),
-    metrics={'measured_speed': 'Gbit/s', 'percent_of_desired': '%', 'average_late': '%',
-             'desired_speed': 'Gbit/s', 'write_speed': 'Gbit/s', 'read_speed': 'Gbit/s',
-             'copy_speed': 'Gbit/s', 'transpose_speed': 'Gbit/s',
-             'verification_errors': 'errors'},
+    declared=('measured_speed', 'percent_of_desired', 'average_late', 'desired_speed',
+              'write_speed', 'read_speed', 'copy_speed', 'transpose_speed',
+              'verification_errors'),
     options_setting='mem_test_opts',
     options_doc="mem-test options (MemTest); '': mem-test's defaults, the compliance workload",
     number_lists={'domains': DOMAIN_NUMBERS},

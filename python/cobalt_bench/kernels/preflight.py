@@ -5,9 +5,9 @@ from .descriptor import Kernel
 
 KERNEL = Kernel(
     name='preflight', family='system', check='Preflight', binaries=('cobalt-bench',),
-    metrics={'required_failed': 'settings', 'required_unknown': 'settings',
+    units={'required_failed': 'settings', 'required_unknown': 'settings',
              'settings_failed': 'settings', 'settings_passed': 'settings',
-             'settings_unknown': 'settings'},
+             'settings_unknown': 'settings'}, declared=(),
     options_setting='preflight_opts',
     options_doc="`cobalt-bench preflight` options (Preflight), e.g. '--interface ens1f0'",
     findings=True)

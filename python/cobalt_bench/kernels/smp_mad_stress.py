@@ -5,10 +5,8 @@ from .descriptor import Kernel
 KERNEL = Kernel(
     name='smp-mad-stress', family='interconnect', check='SmpMadStress',
     binaries=('smp-mad-stress', 'smp-mad-stress-mpi'),
-    metrics={'mad_rate': 'MAD/s', 'latency_avg': 'us', 'latency_p99': 'us',
-             'mads_sent': 'MADs', 'mads_answered': 'MADs', 'timeouts': 'MADs',
-             'retries': 'MADs', 'drops': 'MADs', 'status_errors': 'MADs',
-             'verification_errors': 'errors'},
+    declared=('mad_rate', 'latency_avg', 'latency_p99', 'mads_sent', 'mads_answered',
+              'timeouts', 'retries', 'drops', 'status_errors', 'verification_errors'),
     options_setting='smp_mad_stress_opts',
     options_doc="smp-mad-stress options with the destinations and attribute, e.g. '-d 10 -L "
                 "9,12,17 NodeInfo' (the job's environment variables expand); '': skipped, "

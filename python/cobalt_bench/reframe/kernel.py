@@ -34,11 +34,12 @@ from reframe.core.builtins import run_after, run_before, sanity_function, variab
 from reframe.core.exceptions import SanityError
 
 from .. import kernels, paths
+from ..kernels import described
 from ..judging import sanity
 from ..store.exit_status import Ending, ExitStatus
 from ..tools import slurm
 from . import compat
-from .settings import SETTINGS, SiteSettings, shell_args
+from .settings import SETTINGS, SiteSettings, shell_arg, shell_args, typed_name
 
 __all__ = ['KernelJsonTest']
 
@@ -108,8 +109,14 @@ class KernelJsonTest(rfm.RunOnlyRegressionTest, SiteSettings):
         if opts is None:
             opts = self.site_setting(self.opts_extra)
 
-        # Quoted word by word: a site's options are arguments, never shell.
-        self.executable_opts = shell_args(opts) + ['--json', self.json_file]
+        # Quoted word by word: a site's options are arguments, never shell. Its typed
+        # options (mem_test: {'stations': 1}) follow, checked against the kernel's own
+        # description when the configuration was loaded.
+        typed = SETTINGS.get(typed_name(self.opts_extra))
+        words = (described.option_args(typed.program, self.site_setting(typed.name))
+                 if typed is not None and typed.program else [])
+        self.executable_opts = (shell_args(opts) + [shell_arg(w) for w in words]
+                                + ['--json', self.json_file])
 
     @run_after('setup')
     def python_for_the_node(self):

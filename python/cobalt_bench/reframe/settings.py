@@ -31,13 +31,14 @@ from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import ConfigError
 
 from .. import kernels
+from ..kernels import described
 from . import placement
 from .references import SiteReferences
 
 __all__ = ['DOLPHIN', 'NAMESPACE', 'SETTINGS', 'Setting', 'SiteSettings', 'check_extras',
            'check_system', 'describe', 'partition_value', 'session_id',
            'shell_arg', 'shell_args', 'shell_words',
-           'site_extras',
+           'site_extras', 'typed_name',
            'value', 'values_of_partitions']
 
 
@@ -50,6 +51,7 @@ class Setting:
     default: object     # the value when the key is absent; None: the check decides
     doc: str
     keys: tuple = ()    # for a dict setting: the Settings of its own keys
+    program: str = ''   # for a kernel's typed options: the kernel (its --describe)
 
     @property
     def type_name(self):
@@ -89,6 +91,19 @@ DOLPHIN = (
             'seconds the server side of a performance test gets to start'),
 )
 
+def typed_name(options_setting):
+    '''The typed options' setting beside a kernel's options string: mem_test_opts ->
+    mem_test.'''
+    return options_setting[:-len('_opts')] if options_setting.endswith('_opts') else ''
+
+
+def _typed(options_setting, program):
+    return Setting(typed_name(options_setting), dict, {},
+                   f"{program}'s options by name, typed, e.g. {{'duration': 10}}: each "
+                   f"checked against `{program} --describe`; after {options_setting}",
+                   program=program)
+
+
 _SETTINGS = [
     # Kernels of cobalt-bench (KernelJsonTest): options for the kernel, split like a shell,
     # one per kernel's descriptor (cobalt_bench.kernels).
@@ -96,6 +111,11 @@ _SETTINGS = [
       for k in kernels.KERNELS.values()),
     *(Setting(c.options_setting, str, c.options_default, c.options_doc)
       for c in kernels.CAPACITY.values()),
+    # The same kernels' options by name and typed, checked against the kernel's own
+    # description when ReFrame loads the configuration (kernels.described).
+    *(_typed(k.options_setting, k.name) for k in kernels.KERNELS.values() if k.units is None),
+    *(_typed(c.options_setting, k.name) for k in kernels.KERNELS.values()
+      for c in ([k.capacity] if k.capacity else [])),
     Setting('eth_test_send_opts', str, '',
             "eth-test-send options (EthTest); '': the compliance load (12 streams, 9 Gbit/s)"),
     Setting('eth_test_interfaces', _STR_LIST, ['lo'],
@@ -161,6 +181,11 @@ def _check_value(setting, value, where):
         raise ConfigError(f'{where} must be {setting.type_name}, not '
                           f'{type(value).__name__} {value!r} ({setting.doc})')
 
+    if setting.program and value is not None:
+        try:
+            described.option_args(setting.program, value)
+        except ValueError as err:
+            raise ConfigError(f'{where}{"" if str(err).startswith("[") else ": "}{err}')
     if setting.keys and value is not None:
         known = {s.name: s for s in setting.keys}
         for key, sub in value.items():

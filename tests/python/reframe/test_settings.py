@@ -106,6 +106,35 @@ def test_a_namespace_that_is_not_a_mapping_is_an_error():
         settings.check_extras({'cobalt_bench': ['mem_test_opts']}, 'site:part')
 
 
+# ---- a kernel's typed options (checked against its own --describe) --------------------
+
+def test_typed_kernel_options_are_checked_against_the_kernels_description():
+    settings.check_extras(ours(mem_test={'stations': 1, 'desired_rate': 8, 'duration': '2s',
+                                         'max': False, 'numa_nodes': [0]}), 'site:part')
+    assert settings.SETTINGS['mem_test'].program == 'mem-test'
+    assert settings.SETTINGS['mem_capacity'].program == 'mem-test'
+    assert settings.SETTINGS['linktest'].program == 'cb-linktest'
+
+
+@pytest.mark.parametrize('options, message', [
+    ({'statons': 1}, "['mem_test']: 'statons' is no option of mem-test (did you mean "
+                     "'stations'?)"),
+    ({'stations': 0}, "['mem_test']['stations']: 0 is out of range: mem-test --stations "
+                      "takes 1 to 100000"),
+    ({'desired_rate': 1e9}, "['mem_test']['desired_rate']: 1000000000.0 is out of range: "
+                            "mem-test --desired-rate takes 1e-06 to 1e+07 Gbit/s"),
+    ({'stations': '1'}, "['mem_test']['stations']: mem-test --stations takes int (int), "
+                        "not str '1'"),
+    ({'max': 'yes'}, "['mem_test']['max']: mem-test --max takes flag (bool), not str 'yes'"),
+    ({'json': 'x.json'}, "'json' is no option of mem-test"),    # the check's own
+])
+def test_a_typed_option_that_is_wrong_names_partition_option_and_range(options, message):
+    with pytest.raises(ConfigError) as err:
+        settings.check_extras(ours(mem_test=options), 'site:part')
+    assert str(err.value).startswith("partition 'site:part': extras['cobalt_bench']"), err.value
+    assert message in str(err.value), err.value
+
+
 # ---- through ReFrame --------------------------------------------------------------------
 
 SITE = '''from cobalt_bench.reframe.site import Site
@@ -127,13 +156,15 @@ site_configuration = {{
 '''
 
 
-def reframe(tmp_path, extras, checks, *options):
+def reframe(tmp_path, extras, checks, *options, path=None):
     site = tmp_path / 'site'
     site.mkdir(exist_ok=True)
     (site / 'config.py').write_text(SITE.format(extras=extras))
     (site / 'references.yaml').write_text('{}\n')    # nothing judged
     env = {k: v for k, v in os.environ.items() if not k.startswith(('RFM_', 'COBALT_BENCH_'))}
     env.update(COBALT_BENCH_RESULTS=str(tmp_path / 'results'), COBALT_BENCH_RUN_ID='run')
+    if path:
+        env['PATH'] = path
     return subprocess.run([*REFRAME, '-C', str(site / 'config.py'), '-c', str(checks),
                            '--nocolor', *options], cwd=str(tmp_path), env=env, text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
@@ -247,3 +278,19 @@ def test_the_jobs_environment_still_expands_in_options():
                           capture_output=True, timeout=30,
                           env={'LIDS': '1,2', 'NAME': 'n', 'PATH': os.environ['PATH']})
     assert proc.stdout.splitlines() == ['-L', '1,2', '--name', 'nx', '$(id)']
+
+
+def test_a_site_with_typed_kernel_options_runs_them(tmp_path):
+    # MemTest on a partition whose mem-test options are typed: the job runs mem-test with
+    # them as arguments, after the options string (here the default, '').
+    extras = ours(mem_test={'stations': 1, 'desired_rate': 1, 'duration': 1})
+    env_path = os.path.join(ROOT, 'bin') + os.pathsep + os.environ.get('PATH', '')
+    proc = reframe(tmp_path, extras, os.path.join(CHECKS, 'memory.py'), '-r',
+                   '--system', 'settings:typo', '-n', '^MemTest$', path=env_path)
+    assert 'PASSED' in proc.stdout and 'FAILED' not in proc.stdout, proc.stdout
+    scripts = glob.glob(str(tmp_path / 'results' / 'settings' / 'run' / '**' / 'rfm_job.sh'),
+                        recursive=True)
+    assert scripts, proc.stdout
+    text = open(scripts[0]).read()
+    assert 'mem-test --stations 1 --desired-rate 1 --duration 1 --json mem-test.json' in text, \
+        text
