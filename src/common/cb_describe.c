@@ -3,7 +3,8 @@
  *
  *   {"kernel": NAME, "test_version": V,
  *    "options": [{"name", "letter", "type", "unit", "min", "max", "default", "argument",
- *                 "help", "section", "choices", "deprecated_spellings"}, ...],
+ *                 "argument_optional", "help", "section", "choices",
+ *                 "deprecated_spellings"}, ...],
  *    "metrics": [{"name", "unit", "better", "meaning"}, ...]}
  *
  * A field that does not apply is null ("letter" of a long-only option, "min" and "max"
@@ -63,6 +64,7 @@ static void describe_option(cb_json *j, const cb_opt *rows, const cb_opt *o)
     cbj_num(j, "max", ranged ? o->max : NAN);
     str_or_null(j, "default", o->def && *o->def ? o->def : NULL);
     str_or_null(j, "argument", o->type == CB_OPT_FLAG ? NULL : o->arg);
+    cbj_bool(j, "argument_optional", o->optional_arg);
     cbj_str(j, "help", o->help ? o->help : "");
     str_or_null(j, "section", o->section);
     cbj_arr_begin(j, "choices");
