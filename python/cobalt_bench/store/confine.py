@@ -85,6 +85,33 @@ def file_problem(path, root):
     return ''
 
 
+def run_files(root):
+    '''(path, problem) of every file below the run directory `root`, walked without
+    following links, sorted per directory: what file_problem() says of each, from the
+    directory entries themselves (a sweep of 1,000 nodes has 30,000 files: a link is
+    resolved, anything else found by this walk is inside the run, and only its type
+    matters).'''
+    stack = [root]
+    while stack:
+        where = stack.pop()
+        try:
+            with os.scandir(where) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        dirs = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                dirs.append(entry.path)
+            elif entry.is_symlink():
+                yield entry.path, file_problem(entry.path, root)
+            elif entry.is_file(follow_symlinks=False):
+                yield entry.path, ''
+            else:
+                yield entry.path, f'{REFUSED}: not a regular file'
+        stack.extend(reversed(dirs))
+
+
 def read_text(path, root, limit=1 << 20):
     '''At most `limit` characters of a small text file of the run (a job script, a
     marker, a log); None when it is refused, absent or unreadable.'''

@@ -385,39 +385,36 @@ def load_run(path):
         return _finished(run)
 
     docs, damaged, marks, records, inventories = [], [], [], [], []
-    for dirpath, _, files in os.walk(path):
-        for name in sorted(files):
-            if name.endswith(STARTED) and not confine.file_problem(
-                    os.path.join(dirpath, name), path):
-                marks.append(os.path.join(dirpath, name))
-            if name.endswith(JUDGED_SUFFIX):
-                if not confine.file_problem(os.path.join(dirpath, name), path):
-                    records.append(os.path.join(dirpath, name))
+    for p, refused in confine.run_files(path):
+        name = os.path.basename(p)
+        if name.endswith(STARTED) and not refused:
+            marks.append(p)
+        if name.endswith(JUDGED_SUFFIX):
+            if not refused:
+                records.append(p)
+            continue
+        if name.endswith('.json'):
+            if refused:
+                damaged.append(Damage(p, refused))
                 continue
-            if name.endswith('.json'):
-                p = os.path.join(dirpath, name)
-                refused = confine.file_problem(p, path)
-                if refused:
-                    damaged.append(Damage(p, refused))
-                    continue
+            try:
+                doc = read_json(p)
+            except Damaged as err:
+                damaged.append(err.damage)
+                continue
+            if inventory.is_inventory(doc):
                 try:
-                    doc = read_json(p)
+                    inventories.append(inventory.parse(doc, p))
                 except Damaged as err:
                     damaged.append(err.damage)
-                    continue
-                if inventory.is_inventory(doc):
-                    try:
-                        inventories.append(inventory.parse(doc, p))
-                    except Damaged as err:
-                        damaged.append(err.damage)
-                    continue
-                if not looks_like_kernel_doc(doc):
-                    continue
-                problems = kernel_doc_problems(doc)
-                if problems:
-                    damaged.append(Damage(p, '; '.join(problems[:3])))
-                else:
-                    docs.append((p, doc))
+                continue
+            if not looks_like_kernel_doc(doc):
+                continue
+            problems = kernel_doc_problems(doc)
+            if problems:
+                damaged.append(Damage(p, '; '.join(problems[:3])))
+            else:
+                docs.append((p, doc))
     if not docs and not damaged and not marks and not records and not inventories:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')

@@ -231,3 +231,26 @@ def test_a_run_that_is_a_link_out_of_the_store_is_not_read(tmp_path):
                      r'outside the results store\)', out), out
     rc, out, err = cobalt('report', '--results', store, 'latest')
     assert rc == 3 and 'no complete run' in err, out + err
+
+
+def test_a_directory_of_job_documents_reads_only_its_own_regular_files(tmp_path):
+    # Job documents (a sweep's node directories): a link leaving the run and a pipe are
+    # named and never opened; a link inside the run and a directory linked from outside
+    # (never walked into) are as they are.
+    run = tmp_path / 'sweep'
+    (run / 'n1').mkdir(parents=True)
+    shutil.copy(STORE_DATA / 'mem-test.json', run / 'n1' / 'mem-test-7.json')
+    outside = tmp_path / 'elsewhere'
+    outside.mkdir()
+    shutil.copy(STORE_DATA / 'mem-test.json', outside / 'mem-test-8.json')
+    os.symlink(outside / 'mem-test-8.json', run / 'n1' / 'mem-test-8.json')
+    os.symlink(outside, run / 'n2')
+    os.mkfifo(run / 'n1' / 'mem-test-9.json')
+    os.symlink(run / 'n1' / 'mem-test-7.json', run / 'mem-test-10.json')
+    loaded = reader.load_run(str(run))
+    damaged = {os.path.basename(d.path): d.problem for d in loaded.damaged}
+    assert damaged == {
+        'mem-test-8.json': 'refused: a symbolic link leading outside the run directory',
+        'mem-test-9.json': 'refused: not a regular file'}
+    assert sorted(os.path.relpath(p, run) for p in loaded.sources) == [
+        'mem-test-10.json', os.path.join('n1', 'mem-test-7.json')]
