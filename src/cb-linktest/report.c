@@ -35,32 +35,12 @@ double lt_gbits(const lt_config *cfg, double seconds)
 /* The options, in the JSON document's config and the results file's meta. */
 void lt_json_options(cb_json *j, const lt_config *cfg)
 {
-    cbj_int(j, "num_warmup_messages", cfg->warmup);
-    cbj_int(j, "num_messages", cfg->nmsg);
-    cbj_int(j, "size_messages", (long long)cfg->size);
+    cbj_config_options(j, &lt_cmd, cfg); /* the options, as the run used them */
+    /* and what follows from them */
     cbj_str(j, "pattern", lt_pattern_names[cfg->pattern]);
-    cbj_bool(j, "bisection", cfg->bisection);
-    cbj_bool(j, "group_processes_by_hostname", cfg->group_host);
-    cbj_bool(j, "serial_tests", cfg->serial);
-    cbj_bool(j, "randomize_steps", cfg->randomize);
-    cbj_int(j, "seed_randomize_steps", (long long)cfg->seed);
-    cbj_bool(j, "check_buffers", cfg->check_buffers);
     cbj_bool(j, "huge_pages", cfg->allocator == LT_ALLOC_HUGE || cfg->allocator == LT_ALLOC_DEFAULT);
     cbj_str(j, "mode", cfg->mode ? cfg->mode : "mpi");
     cbj_str(j, "memory_buffer_allocator", lt_alloc_names[cfg->allocator]);
-    cbj_bool(j, "all_to_all", cfg->all_to_all);
-    cbj_bool(j, "use_gpu_memory", cfg->use_gpu);
-    cbj_bool(j, "multi_buffer", cfg->multi_buffer);
-    cbj_int(j, "num_multi_buffer", cfg->num_multi_buffer);
-    cbj_bool(j, "randomize_buffers", cfg->randomize_buffers);
-    cbj_int(j, "seed_randomize_buffers", (long long)cfg->seed_buffers);
-    cbj_int(j, "num_randomize_tasks", cfg->num_randomize_tasks);
-    cbj_int(j, "seed_randomize_tasks", (long long)cfg->seed_tasks);
-    cbj_bool(j, "no_sion_file", cfg->no_sion);
-    cbj_bool(j, "parallel_sion_file", cfg->parallel_sion);
-    cbj_int(j, "num_slowest", cfg->num_slowest);
-    cbj_int(j, "min_iterations", cfg->min_iterations);
-    cbj_num(j, "min_runtime", cfg->min_runtime);
     if (cfg->min_bw_gbits > 0)
         cbj_num(j, "min_bandwidth_gbits", cfg->min_bw_gbits);
     if (cfg->max_time_us > 0)

@@ -2,8 +2,8 @@
  * (cb_options.h), as one JSON object on stdout:
  *
  *   {"kernel": NAME, "test_version": V,
- *    "options": [{"name", "letter", "type", "unit", "min", "max", "default", "argument",
- *                 "argument_optional", "help", "section", "choices",
+ *    "options": [{"name", "letter", "type", "unit", "document_key", "min", "max", "default",
+ *                 "argument", "argument_optional", "help", "section", "choices",
  *                 "deprecated_spellings"}, ...],
  *    "metrics": [{"name", "unit", "better", "meaning"}, ...]}
  *
@@ -59,6 +59,7 @@ static void describe_option(cb_json *j, const cb_opt *rows, const cb_opt *o)
     str_or_null(j, "letter", o->letter ? letter : NULL);
     cbj_str(j, "type", type_names[o->type]);
     str_or_null(j, "unit", unit_of(o));
+    str_or_null(j, "document_key", o->doc_key);
     int ranged = o->min != 0 || o->max != 0;
     cbj_num(j, "min", ranged ? o->min : NAN);
     cbj_num(j, "max", ranged ? o->max : NAN);

@@ -66,6 +66,8 @@ typedef struct cb_opt {
     const char *replaced_by; /* deprecated spelling of the option with this long name */
     const char *unit;    /* the value's unit for --describe ("Gbit/s", "%"); sizes are
                           * bytes and durations seconds without one */
+    const char *doc_key; /* its key in the JSON document's config (cbj_config_options),
+                          * or NULL: the kernel writes what it did with it itself */
 } cb_opt;
 
 /* The rows every kernel has (they need the config struct's field names). */
@@ -95,6 +97,12 @@ int cb_opts_parse(const cb_cmd *cmd, void *cfg, int argc, char **argv);
 void cb_opts_defaults(const cb_cmd *cmd, void *cfg);
 /* The --help text. */
 void cb_opts_help(const cb_cmd *cmd, FILE *f);
+/* Every option with a .doc_key into the document's config, in the table's order, its
+ * value as the run used it (the config struct's field, after the kernel's own rules):
+ * a flag as a boolean, numbers and sizes as numbers, a choice by its name, a list as an
+ * array, a string (NULL: null) as a string. One function for every kernel, instead of
+ * an echo of each option written by hand (cb_config.c). */
+void cbj_config_options(cb_json *j, const cb_cmd *cmd, const void *cfg);
 /* The --describe document on stdout (cb_describe.c); 0, or -1 with a message. */
 int cb_opts_describe(const cb_cmd *cmd);
 /* The same description as one object of j (key: its name in the enclosing object, or

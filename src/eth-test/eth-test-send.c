@@ -494,18 +494,9 @@ static void doc_config(cb_json *j, const void *ctx)
     const send_cfg *cfg = &run->cfg;
     char sid[32];
     snprintf(sid, sizeof sid, "%#llx", (unsigned long long)cfg->session);
-    cbj_str(j, "host", cfg->host);
+    cbj_config_options(j, &send_cmd, cfg); /* the options, as the run used them */
     cbj_str(j, "address", run->dst.text);
     cbj_str(j, "interface", run->ifname);
-    cbj_int(j, "port", cfg->port);
-    cbj_int(j, "streams", cfg->streams);
-    cbj_num(j, "rate_gbits", cfg->rate_gbits);
-    cbj_int(j, "datagram_bytes", (long long)cfg->size);
-    cbj_int(j, "batch", cfg->batch);
-    cbj_int(j, "gso_segments", cfg->gso);
-    cbj_int(j, "threads", cfg->threads);
-    cbj_int(j, "rt_priority", cfg->rt_priority);
-    cbj_num(j, "requested_duration_s", cfg->duration_s);
     cbj_int(j, "packets_per_stream", (long long)run->per_stream);
     cbj_int(j, "sndbuf_granted", run->granted);
     cbj_str(j, "session", sid);

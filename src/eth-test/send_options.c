@@ -7,25 +7,25 @@
 
 #define O(field) offsetof(send_cfg, field)
 static const cb_opt opts[] = {
-    {.name = "host", .letter = 'H', .type = CB_OPT_STRING, .off = O(host), .arg = "HOST",
+    {.name = "host", .letter = 'H', .type = CB_OPT_STRING, .doc_key = "host", .off = O(host), .arg = "HOST",
      .help = "receiver's address or name (required)"},
-    {.name = "port", .letter = 'p', .type = CB_OPT_INT, .off = O(port), .min = 1, .max = 65535,
+    {.name = "port", .letter = 'p', .type = CB_OPT_INT, .doc_key = "port", .off = O(port), .min = 1, .max = 65535,
      .def = ET_STR(ET_DEFAULT_PORT), .arg = "PORT", .help = "first UDP port"},
-    {.name = "rate", .letter = 'r', .type = CB_OPT_DOUBLE, .unit = "Gbit/s", .off = O(rate_gbits), .min = 1e-6,
+    {.name = "rate", .letter = 'r', .type = CB_OPT_DOUBLE, .doc_key = "rate_gbits", .unit = "Gbit/s", .off = O(rate_gbits), .min = 1e-6,
      .max = 10000, .def = "9", .arg = "GBITS", .help = "total rate of UDP payload in Gbit/s"},
-    {.name = "size", .letter = 's', .type = CB_OPT_SIZE, .off = O(size), .min = ET_MIN_DATA_BYTES,
+    {.name = "size", .letter = 's', .type = CB_OPT_SIZE, .doc_key = "datagram_bytes", .off = O(size), .min = ET_MIN_DATA_BYTES,
      .max = ET_MAX_DATAGRAM, .def = "8900", .arg = "BYTES",
      .help = "datagram (UDP payload) size; 8900: a jumbo frame\nwith its IP/UDP headers fits an MTU of 9000"},
-    {.name = "streams", .letter = 'n', .type = CB_OPT_INT, .off = O(streams), .min = 1,
+    {.name = "streams", .letter = 'n', .type = CB_OPT_INT, .doc_key = "streams", .off = O(streams), .min = 1,
      .max = ET_MAX_STREAMS, .def = "12", .arg = "N",
      .help = "streams, one UDP port each; 12: 3 antenna fields\nx 4 streams per 10GbE port"},
-    {.name = "duration", .letter = 'd', .type = CB_OPT_DURATION, .off = O(duration_s), .min = 0.001,
+    {.name = "duration", .letter = 'd', .type = CB_OPT_DURATION, .doc_key = "requested_duration_s", .off = O(duration_s), .min = 0.001,
      .max = 86400, .def = "10", .arg = "SECONDS", .help = "sending time: seconds, or with a unit (500ms, 5m)"},
-    {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .off = O(batch), .min = 1, .max = 1024,
+    {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .doc_key = "batch", .off = O(batch), .min = 1, .max = 1024,
      .def = "128", .arg = "N", .help = "datagrams per sendmmsg call"},
-    {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .off = O(threads), .min = 1, .max = 256,
+    {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .doc_key = "threads", .off = O(threads), .min = 1, .max = 256,
      .def = "1", .arg = "N", .help = "sender threads; streams are dealt out round-robin"},
-    {.name = "gso", .type = CB_OPT_INT, .off = O(gso), .min = 0, .max = ET_MAX_GSO, .def = "0",
+    {.name = "gso", .type = CB_OPT_INT, .doc_key = "gso_segments", .off = O(gso), .min = 0, .max = ET_MAX_GSO, .def = "0",
      .arg = "N", .help = "hand the kernel N datagrams per send as one (UDP GSO,\n"
                          "UDP_SEGMENT): it cuts them into --size datagrams, or\n"
                          "the NIC does; N x --size at most 65507 B; 0: off"},
@@ -39,7 +39,7 @@ static const cb_opt opts[] = {
     {.name = "end-copies", .type = CB_OPT_INT, .off = O(end_copies), .min = 2, .max = 1000,
      .def = "8", .arg = "N", .help = "start and end-of-stream records per stream (the\n"
                                      "receiver needs two copies of each)"},
-    {.name = "rt-priority", .type = CB_OPT_INT, .off = O(rt_priority), .min = 1, .max = 99,
+    {.name = "rt-priority", .type = CB_OPT_INT, .doc_key = "rt_priority", .off = O(rt_priority), .min = 1, .max = 99,
      .arg = "N", .help = "run the sender threads SCHED_FIFO at priority N (the\n"
                          "compliance document's tip: chrt -f 1); needs root"},
     CB_OPT_JSON_ROW(send_cfg, json_path),

@@ -673,21 +673,12 @@ static void diagnose(const mt_run *run)
 static void doc_config(cb_json *j, const void *ctx)
 {
     const mt_run *run = ctx;
-    const mt_params *p = &run->cfg.p;
-    cbj_int(j, "stations", p->stations);
-    cbj_num(j, "input_rate_gbits", p->input_gbits);
-    cbj_int(j, "reduction", p->reduction);
-    cbj_int(j, "packet_bytes", (long long)p->packet_bytes);
-    cbj_int(j, "small_block_packets", p->small_packets);
-    cbj_int(j, "large_block_packets", p->large_packets);
-    cbj_int(j, "sample_bytes", (long long)p->sample_bytes);
+    cbj_config_options(j, &mt_cmd, &run->cfg); /* the options, as the run used them */
     cbj_arr_begin(j, "ops");
     for (int o = 0; o < MT_NOPS; o++)
         if (op_selected(run, o))
             cbj_str(j, NULL, mt_op_names[o]);
     cbj_arr_end(j);
-    cbj_bool(j, "max", run->cfg.max_mode);
-    cbj_num(j, "requested_duration_s", run->cfg.duration_s);
     cbj_num(j, "scheduled_duration_s", run->sched_s);
     cbj_int(j, "threads", run->nworkers);
     cbj_str(j, "kernels", mt_isa());
