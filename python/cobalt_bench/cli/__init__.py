@@ -28,7 +28,7 @@ from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa
                references)
 from .argtypes import (add_results_option, formats, nonempty_path, percent,  # noqa: E402
                        positive, run_spec)
-from .status import exit_status  # noqa: E402
+from .status import catch_interrupts, exit_status  # noqa: E402
 
 signal.signal(signal.SIGINT, _SIGINT)
 
@@ -250,6 +250,7 @@ def main(argv=None):
     # cases, rows): the cyclic collector's default passes over them cost about 15 % of a
     # 1,000-node report (bench/fleet-scale); collected less often, memory stays the same.
     gc.set_threshold(50_000, 20, 20)
+    catch_interrupts()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -1,10 +1,36 @@
 '''The contract's exit statuses for the package's errors, for every command entry point.'''
 
 import os
+import signal
 import sys
 
 from ..errors import CannotRun, UsageError
 from .terminal import say, shown
+
+
+_interrupts = []     # the Ctrl-Cs (SIGINT) this command received
+
+
+def _on_sigint(signum, frame):
+    _interrupts.append(signum)
+    raise KeyboardInterrupt
+
+
+def catch_interrupts():
+    '''Ctrl-C raises KeyboardInterrupt, as Python's own handler does, and is remembered: an
+    import it broke (a C extension's initialisation turns it into an ImportError, as numpy's
+    did under matplotlib) then ends the command as interrupted, not as an error of its own.'''
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+
+
+def _interrupted(prog):
+    say(f'{prog}: interrupted', sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not through the interpreter's shutdown: a module whose initialisation Ctrl-C cut
+    # short can crash it (SIGABRT).
+    os._exit(130)
 
 
 def exit_status(prog, call, usage_error=None):
@@ -21,6 +47,8 @@ def exit_status(prog, call, usage_error=None):
         say(f'{prog}: {err}', sys.stderr)
         return 2
     except CannotRun as err:
+        if _interrupts:
+            _interrupted(prog)
         say(f'{prog}: {err}', sys.stderr)
         return 3
     except KeyboardInterrupt:
@@ -29,3 +57,7 @@ def exit_status(prog, call, usage_error=None):
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception:
+        if _interrupts:
+            _interrupted(prog)
+        raise

@@ -4,6 +4,7 @@ load, printed one). The real console script, interrupted after each delay.'''
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -31,3 +32,24 @@ def test_ctrl_c_is_one_line_at_any_moment(delay, tmp_path):
             err.strip().endswith('report: interrupted'), err
     else:
         assert proc.returncode in (0, 1), (proc.returncode, err)
+
+
+def test_ctrl_c_that_an_import_turned_into_an_error_is_still_an_interruption():
+    # numpy's C initialisation, cut by Ctrl-C, raised ImportError ("initialization
+    # failed"): the command then said matplotlib was missing and crashed at exit (SIGABRT).
+    code = '''
+import os, signal, sys
+from cobalt_bench.cli.status import catch_interrupts, exit_status
+from cobalt_bench.errors import CannotRun
+catch_interrupts()
+def call():
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+    except KeyboardInterrupt:
+        raise CannotRun('matplotlib is not importable (initialization failed)')
+sys.exit(exit_status('cobalt-bench report', call))
+'''
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 130, proc
+    assert proc.stderr.strip() == 'cobalt-bench report: interrupted', proc.stderr
