@@ -12,11 +12,10 @@ static void write_option(cb_json *j, const cb_opt *o, const void *cfg)
         cbj_bool(j, o->doc_key, *(const int *)at);
         break;
     case CB_OPT_INT:
+        cbj_int(j, o->doc_key, *(const int *)at);
+        break;
     case CB_OPT_CHOICE:
-        if (o->type == CB_OPT_CHOICE)
-            cbj_str(j, o->doc_key, o->choices[*(const int *)at]);
-        else
-            cbj_int(j, o->doc_key, *(const int *)at);
+        cbj_str(j, o->doc_key, o->choices[*(const int *)at]);
         break;
     case CB_OPT_LONG:
         cbj_int(j, o->doc_key, *(const long *)at);

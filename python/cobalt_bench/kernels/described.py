@@ -31,13 +31,18 @@ def descriptions():
     return described
 
 
-@functools.cache
-def metric_units(program):
-    '''{metric: unit} of every metric `program`'s document may carry.'''
+def _description(program):
+    '''`program`'s description; CannotRun where there is none.'''
     entry = descriptions().get(program)
     if entry is None:
         raise CannotRun(f'{PATH} does not describe {program}: run make again')
-    return {m['name']: m['unit'] for m in entry['metrics']}
+    return entry
+
+
+@functools.cache
+def metric_units(program):
+    '''{metric: unit} of every metric `program`'s document may carry.'''
+    return {m['name']: m['unit'] for m in _description(program)['metrics']}
 
 
 @functools.cache
@@ -89,9 +94,7 @@ def option_args(program, options):
     if not isinstance(options, dict):
         raise ValueError(f'must be a dict of {program} options by name, not '
                          f'{type(options).__name__} {options!r}')
-    entry = descriptions().get(program)
-    if entry is None:
-        raise CannotRun(f'{PATH} does not describe {program}: run make again')
+    entry = _description(program)
     # --json is the check's own: it names the document it reads.
     known = {o['name'].replace('-', '_'): o for o in entry['options'] if o['name'] != 'json'}
     words = []
