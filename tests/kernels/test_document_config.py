@@ -75,7 +75,7 @@ CASES = {
 }
 # Kernels that still echo each option by hand: their configs are held to the record all
 # the same, before their options move to the table.
-ECHOED_BY_HAND = {'eth-test-receive', 'gpu-copy', 'smp-mad-stress'}
+ECHOED_BY_HAND = {'gpu-copy', 'smp-mad-stress'}
 LAUNCH = {'cb-linktest': ['mpirun', '-n', '2', '--oversubscribe']}
 # The exit status of a case that is not 0: the riser's link is degraded.
 EXIT = {'gpu-copy --explain-links': 1}
