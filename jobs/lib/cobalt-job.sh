@@ -119,6 +119,28 @@ cb_job_environment() {
     fi
 }
 
+# A kernel's typed options from the job's environment: `cb_typed_options KERNEL ARRAY`
+# appends to the array named ARRAY the options set as CB_OPT_<KERNEL>_<NAME>=VALUE
+# variables (CB_OPT_MEM_TEST_STATIONS=1 CB_OPT_MEM_TEST_DESIRED_RATE=8: --stations 1
+# --desired-rate 8), each checked by `cobalt-bench options` against the kernel's own
+# description: an unknown option, a value of the wrong type or out of its range returns 2
+# (3: cobalt-bench cannot run here) with the option named. The values are arguments,
+# one a line, never evaluated. None set: nothing is asked of cobalt-bench.
+#   cb_typed_options mem-test opts || exit $?
+cb_typed_options() {
+    local prefix words word
+    local -n _cb_into=$2
+    prefix="CB_OPT_$(echo "$1" | tr 'a-z-' 'A-Z_')_"
+    [ -n "$(compgen -v "$prefix")" ] || return 0
+    if ! cobalt-bench --version >/dev/null 2>&1; then
+        say "cobalt-bench cannot run here ($(command -v cobalt-bench || echo 'not found')):" \
+            "cannot check the ${prefix}* options"
+        return 3
+    fi
+    words=$(cobalt-bench options --env "$1") || return $?
+    [ -z "$words" ] || while IFS= read -r word; do _cb_into+=("$word"); done <<< "$words"
+}
+
 # The job's results directory, created: $COBALT_BENCH_RESULTS/slurm (default:
 # results/slurm in the submission directory), or its subdirectory $1. Prints its path.
 # shellcheck disable=SC2120  # $1 is optional

@@ -4,8 +4,11 @@
  * calls on them, which stage GPU buffers through pinned host memory when the MPI is
  * not CUDA-aware; the payload of --check-buffers (exchange.c fills and checks its
  * messages with it). */
-#include "linktest.h"
+#include "buffers.h"
+#include "gpu.h"
 #include "npz.h"
+#include "options.h"
+#include "world.h"
 #include "../common/cb_hash.h"
 
 #include <mpi.h>

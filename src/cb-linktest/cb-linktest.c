@@ -7,8 +7,12 @@
  * by row through rank 0, so no rank holds more than O(N) of it.
  *
  * The options follow JSC LinkTest's names where the meaning is the same; the
- * implementation is our own. The stages and their files: linktest.h. */
-#include "linktest.h"
+ * implementation is our own. The stages and their files: run.h. */
+#include "run.h"
+#include "monitor.h"
+#include "options.h"
+#include "setup.h"
+#include "world.h"
 
 #include <mpi.h>
 #include <unistd.h>

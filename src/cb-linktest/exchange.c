@@ -3,7 +3,16 @@
  * the step's figures and prints a progress line. Repeated for --min-iterations
  * and --min-runtime; each rank keeps its row of the matrix (each pair's slowest
  * time over the iterations). */
-#include "linktest.h"
+#include "exchange.h"
+#include "buffers.h"
+#include "gpu.h"
+#include "monitor.h"
+#include "options.h"
+#include "report.h"
+#include "run.h"
+#include "schedule.h"
+#include "setup.h"
+#include "world.h"
 #include "../common/cb_hash.h"
 
 #include <math.h>

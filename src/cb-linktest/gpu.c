@@ -3,7 +3,8 @@
  * binary then needs only the NVIDIA driver where it runs, and where there is none or no
  * GPU, cudaGetDeviceCount says so and the run exits 3. Without LT_CUDA the same calls
  * say that this build has no CUDA. */
-#include "linktest.h"
+#include "gpu.h"
+#include "../common/cb_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 # cb-linktest: needs MPI (mpicc). Its schedule (schedule.c) and results-file
 # writer (npz.c) are plain C without MPI: the unit tests build them with $(CC).
-# The MPI program is split by stage (linktest.h lists the files).
+# The MPI program is split by stage, a header per layer (run.h lists the files).
 # Its report, `cobalt-bench linktest-report` (also `cb-linktest-report`), is in the Python
 # package: python/cobalt_bench/linktest_report.py.
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
@@ -38,11 +38,11 @@ ifneq ($(MPICC),)
 KERNELS += cb-linktest
 LINKTEST_MPI_OBJ := $(patsubst %,$(BUILD)/cb-linktest/%.o,cb-linktest options plan mpi setup buffers exchange \
 	monitor retest results report)
-$(LINKTEST_MPI_OBJ): $(BUILD)/cb-linktest/%.o: src/cb-linktest/%.c src/cb-linktest/linktest.h \
-		src/cb-linktest/schedule.h src/cb-linktest/npz.h $(wildcard src/common/*.h) VERSION
+$(LINKTEST_MPI_OBJ): $(BUILD)/cb-linktest/%.o: src/cb-linktest/%.c $(wildcard src/cb-linktest/*.h) \
+		$(wildcard src/common/*.h) VERSION
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS) -c -o $@ $<
-$(BUILD)/cb-linktest/gpu.o: src/cb-linktest/gpu.c src/cb-linktest/linktest.h $(wildcard src/common/*.h) VERSION
+$(BUILD)/cb-linktest/gpu.o: src/cb-linktest/gpu.c src/cb-linktest/gpu.h $(wildcard src/common/*.h) VERSION
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LT_GPU_CFLAGS) -c -o $@ $<
 $(BIN)/cb-linktest: $(LINKTEST_MPI_OBJ) $(BUILD)/cb-linktest/gpu.o $(LINKTEST_OBJ) $(COMMON_LIB)

@@ -2,7 +2,12 @@
  * measurement ("timings[000] [phase] t= ..."), the memory of every task after the
  * set-up ("task[000001] on HOST (  1) mem= ... kiB"), the allocator; and --all-to-all,
  * the MPI_Alltoall timed before and after the main test. Rank 0 prints. */
-#include "linktest.h"
+#include "monitor.h"
+#include "buffers.h"
+#include "gpu.h"
+#include "options.h"
+#include "report.h"
+#include "world.h"
 
 #include <math.h>
 #include <mpi.h>

@@ -2,7 +2,8 @@
  * rank, exit 3), the ranks' agreement on whether something failed anywhere, and whether
  * the MPI takes GPU memory. Below every stage: setup.c, buffers.c, exchange.c and
  * monitor.c call these, none of them is called from here. */
-#include "linktest.h"
+#include "world.h"
+#include "../common/cb_common.h"
 
 #include <mpi.h>
 #if defined(OPEN_MPI) && OPEN_MPI

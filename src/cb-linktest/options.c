@@ -1,7 +1,7 @@
 /* cb-linktest's options: one table (src/common/cb_options.h), then the rules that
  * join several options. The long names and letters are JSC LinkTest's where the
  * meaning is the same (-w, -n, -s, -m, -o, -v, --num-slowest, --bisection, ...). */
-#include "linktest.h"
+#include "options.h"
 #include "../common/cb_options.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 /* --plan N: build the schedule for N ranks without MPI, print its shape, and
  * check it (exhaustively up to PLAN_EXHAUSTIVE_MAX ranks, else for a sample). */
-#include "linktest.h"
+#include "options.h"
+#include "schedule.h"
 #include "../common/cb_hash.h"
 
 #include <stdlib.h>

@@ -1,7 +1,13 @@
 /* What rank 0 prints and writes: the settings before the run; after it the
  * verdict, the summary, the JSON document (docs/kernel-contract.md) and the
  * results block. */
-#include "linktest.h"
+#include "report.h"
+#include "buffers.h"
+#include "exchange.h"
+#include "options.h"
+#include "retest.h"
+#include "run.h"
+#include "world.h"
 #include "../common/cb_options.h"
 
 #include <math.h>

@@ -1,7 +1,15 @@
 /* The results file: a NumPy .npz (npz.h) that rank 0 writes while it asks each
  * rank for its row of the matrix in turn, so no rank holds more than O(N). */
-#include "linktest.h"
+#include "run.h"
+#include "buffers.h"
+#include "exchange.h"
+#include "monitor.h"
 #include "npz.h"
+#include "options.h"
+#include "report.h"
+#include "retest.h"
+#include "setup.h"
+#include "world.h"
 
 #include <mpi.h>
 #include <stdlib.h>

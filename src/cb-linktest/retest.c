@@ -2,7 +2,13 @@
  * top-K reduction over all rows, and their serial retest (one pair at a time
  * while the others wait), which tells a bad link from one that was only slow
  * under the load of the parallel test. */
-#include "linktest.h"
+#include "retest.h"
+#include "exchange.h"
+#include "monitor.h"
+#include "options.h"
+#include "report.h"
+#include "run.h"
+#include "world.h"
 
 #include <math.h>
 #include <mpi.h>

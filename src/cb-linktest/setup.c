@@ -1,7 +1,13 @@
 /* Set-up of the MPI run: MPI_Init and the checks on what it gives, the fault
  * injection read from the environment, host names, the schedule, the buffers;
  * and the tear-down. */
-#include "linktest.h"
+#include "setup.h"
+#include "buffers.h"
+#include "monitor.h"
+#include "options.h"
+#include "run.h"
+#include "schedule.h"
+#include "world.h"
 #include "../common/cb_hash.h"
 
 #include <fcntl.h>

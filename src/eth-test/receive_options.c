@@ -21,24 +21,24 @@ static const cb_opt opts[] = {
      .help = "the address (or name) under test: a local address"},
     {.name = "interface", .letter = 'I', .type = CB_OPT_STRING, .off = O(iface), .arg = "IFACE",
      .help = "or the interface under test (its first IPv4 address)"},
-    {.name = "port", .letter = 'p', .type = CB_OPT_INT, .off = O(port), .min = 1, .max = 65535,
+    {.name = "port", .letter = 'p', .type = CB_OPT_INT, .doc_key = "port", .off = O(port), .min = 1, .max = 65535,
      .def = ET_STR(ET_DEFAULT_PORT), .arg = "PORT", .help = "first UDP port"},
-    {.name = "streams", .letter = 'n', .type = CB_OPT_INT, .off = O(streams), .min = 1,
+    {.name = "streams", .letter = 'n', .type = CB_OPT_INT, .doc_key = "streams", .off = O(streams), .min = 1,
      .max = ET_MAX_STREAMS, .def = "12", .arg = "N", .help = "streams, one UDP port each"},
-    {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .off = O(threads), .min = 1, .max = 256,
+    {.name = "threads", .letter = 'T', .type = CB_OPT_INT, .doc_key = "threads", .off = O(threads), .min = 1, .max = 256,
      .def = "1", .arg = "N", .help = "receiver threads; sockets dealt out round-robin"},
     {.name = "cpu", .letter = 'c', .type = CB_OPT_INTLIST, .off = O(cpus), .arg = "LIST",
      .help = "pin receiver thread i to the i-th CPU of LIST"},
-    {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .off = O(batch), .min = 1, .max = 1024,
+    {.name = "batch", .letter = 'b', .type = CB_OPT_INT, .doc_key = "batch", .off = O(batch), .min = 1, .max = 1024,
      .def = "128", .arg = "N", .help = "receives per recvmmsg call (a datagram, or with\n"
                                      "UDP GRO several coalesced)"},
     {.name = "gro", .type = CB_OPT_CHOICE, .off = O(gro), .choices = on_off, .def = "on",
      .arg = "on|off", .help = "UDP GRO (UDP_GRO): take datagrams the kernel has\n"
                               "coalesced (GRO, a sender's GSO) in one receive"},
-    {.name = "reuseport", .type = CB_OPT_INT, .off = O(reuseport), .min = 1, .max = 64, .def = "1",
+    {.name = "reuseport", .type = CB_OPT_INT, .doc_key = "reuseport", .off = O(reuseport), .min = 1, .max = 64, .def = "1",
      .arg = "N", .help = "N sockets per port (SO_REUSEPORT), datagrams spread\n"
                          "among them at random, so that N threads share a stream"},
-    {.name = "rcvbuf", .type = CB_OPT_SIZE, .off = O(rcvbuf), .min = 4096, .max = 1 << 30,
+    {.name = "rcvbuf", .type = CB_OPT_SIZE, .doc_key = "rcvbuf_asked", .off = O(rcvbuf), .min = 4096, .max = 1 << 30,
      .def = "32M", .arg = "BYTES", .help = "receive buffer per socket (as root beyond\n"
                                            "net.core.rmem_max, through SO_RCVBUFFORCE)"},
     {.name = "busy-poll", .type = CB_OPT_CUSTOM, .off = O(busy_poll_us), .parse = parse_busy_poll,
@@ -46,7 +46,7 @@ static const cb_opt opts[] = {
      .help = "spin instead of sleeping in poll(), and ask the kernel\n"
              "to busy-poll the device for USEC (default 50) per read\n"
              "(0: spin only); takes a whole CPU per thread"},
-    {.name = "rt-priority", .type = CB_OPT_INT, .off = O(rt_priority), .min = 1, .max = 99,
+    {.name = "rt-priority", .type = CB_OPT_INT, .doc_key = "rt_priority", .off = O(rt_priority), .min = 1, .max = 99,
      .arg = "N", .help = "run the receiver threads SCHED_FIFO at priority N (the\n"
                          "compliance document's tip: chrt -f 1); needs root"},
     {.name = "timeout", .type = CB_OPT_DURATION, .off = O(timeout_s), .min = 0.01, .max = 86400,

@@ -153,21 +153,19 @@ static void doc_config(cb_json *j, const void *ctx)
 {
     const recv_run *run = ctx;
     const recv_cfg *cfg = &run->cfg;
+    cbj_config_options(j, &recv_cmd, cfg); /* the options, as the run used them */
+    /* options the table cannot write as the document has them: --gro, a choice, is a
+     * boolean here; --busy-poll the microseconds asked (-1: spin only) */
+    cbj_bool(j, "gro", cfg->gro);
+    cbj_int(j, "busy_poll_us", cfg->busy_poll_us);
+    /* derived: what the address resolved to, what the kernel granted, what the sender
+     * said */
     char sid[32];
     snprintf(sid, sizeof sid, "%#llx", (unsigned long long)run->T.session);
     cbj_str(j, "address", run->addr.text);
     cbj_str(j, "interface", run->ifname);
     cbj_int(j, "mtu", et_iface_mtu(run->ifname));
-    cbj_int(j, "port", cfg->port);
-    cbj_int(j, "streams", cfg->streams);
-    cbj_int(j, "threads", cfg->threads);
-    cbj_int(j, "batch", cfg->batch);
-    cbj_bool(j, "gro", cfg->gro);
-    cbj_int(j, "reuseport", cfg->reuseport);
-    cbj_int(j, "rcvbuf_asked", (long long)cfg->rcvbuf);
     cbj_int(j, "rcvbuf_granted", run->granted);
-    cbj_int(j, "busy_poll_us", cfg->busy_poll_us);
-    cbj_int(j, "rt_priority", cfg->rt_priority);
     cbj_str(j, "session", sid);
     cbj_int(j, "sender_streams", run->T.nstreams);
 }

@@ -53,6 +53,7 @@ static void explain_diagnose(gc_run *r)
     r->duration = (cb_now_ns() - r->t0_ns) / 1e9;
 }
 
+/* Not cbj_config_options(): of the options only --sysfs-root applies without copies. */
 static void explain_json_config(cb_json *j, const void *ctx)
 {
     const gc_run *r = ctx;

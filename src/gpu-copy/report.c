@@ -159,23 +159,25 @@ static void copy_json_config(cb_json *j, const void *ctx)
 {
     const gc_run *r = ctx;
     const gc_cfg *c = r->cfg;
-    cbj_str(j, "mode", "copy");
-    cbj_arr_begin(j, "gpus");
-    for (int i = 0; i < r->ngpus; i++)
-        cbj_int(j, NULL, r->gpus[i].cuda.index);
-    cbj_arr_end(j);
-    cbj_int(j, "iterations", (long long)c->iterations);
-    cbj_int(j, "alone_iterations", (long long)(r->ngpus > 1 ? c->alone_iterations : 0));
+    cbj_config_options(j, &gc_cmd, c); /* the options, as the run used them */
+    /* --phases, a custom list, by the phases' names */
     cbj_arr_begin(j, "phases");
     for (int k = 0; k < GC_NKINDS; k++)
         if (c->phases & (1u << k))
             cbj_str(j, NULL, gc_kind_names[k]);
     cbj_arr_end(j);
+    /* derived: the GPUs found, what applied of each option (alone: more than one GPU;
+     * the fraction: no --device-buffer; the threshold per GPU: given), the chunk the
+     * plan chose, the CUDA versions */
+    cbj_str(j, "mode", "copy");
+    cbj_arr_begin(j, "gpus");
+    for (int i = 0; i < r->ngpus; i++)
+        cbj_int(j, NULL, r->gpus[i].cuda.index);
+    cbj_arr_end(j);
+    cbj_int(j, "alone_iterations", (long long)(r->ngpus > 1 ? c->alone_iterations : 0));
     cbj_num(j, "device_fraction", c->dev_request ? NAN : c->fraction);
-    cbj_int(j, "chunk_bytes", (long long)r->gpus[0].layout.chunk);
-    cbj_int(j, "streams_per_direction", c->streams);
     cbj_num(j, "threshold_per_gpu_gbits", c->threshold_per_gpu > 0 ? c->threshold_per_gpu : NAN);
-    cbj_str(j, "sysfs_root", c->sysfs_root);
+    cbj_int(j, "chunk_bytes", (long long)r->gpus[0].layout.chunk);
     cbj_str(j, "cuda", r->versions);
 }
 

@@ -429,6 +429,12 @@ static void json_config(cb_json *j, const void *ctx)
 {
     const run_state *st = ctx;
     const smt_config *c = &st->o.c;
+    cbj_config_options(j, &smt_cmd, &st->o); /* the options, as the run used them */
+    /* --method and --timeout, custom values: by the method's name, in milliseconds */
+    cbj_str(j, "method", c->req.method == SMP_METHOD_SET ? "set" : "get");
+    cbj_int(j, "timeout_ms", c->timeout_ms);
+    /* derived: the transport and the device found, the operands resolved, the routing
+     * (--direct, or implied by --paths), the destinations, the MPI ranks */
     cbj_str(j, "transport", st->sim ? "test-fabric" : "umad");
     if (st->sim)
         cbj_str(j, "test_fabric", st->sim_desc);
@@ -436,7 +442,6 @@ static void json_config(cb_json *j, const void *ctx)
         cbj_str(j, "device", st->umad.ca_found);
         cbj_int(j, "port", st->umad.port_found);
     }
-    cbj_str(j, "method", c->req.method == SMP_METHOD_SET ? "set" : "get");
     cbj_int(j, "attribute", c->req.attr);
     cbj_str(j, "attribute_name", smp_attr_name(c->req.attr));
     cbj_int(j, "modifier", c->req.mod);
@@ -445,12 +450,6 @@ static void json_config(cb_json *j, const void *ctx)
     for (int d = 0; d < c->ndests; d++)
         cbj_str(j, NULL, c->dests[d].name);
     cbj_arr_end(j);
-    cbj_int(j, "dest_depth", c->dest_depth);
-    cbj_int(j, "local_depth", c->local_depth);
-    cbj_int(j, "workers", c->workers);
-    cbj_int(j, "timeout_ms", c->timeout_ms);
-    cbj_int(j, "retries", c->retries);
-    cbj_num(j, "requested_duration_s", c->duration_s);
     cbj_int(j, "mpi_ranks", st->nranks);
 }
 

@@ -1,5 +1,5 @@
 '''The `cobalt-bench` command line: report, judge, preflight, inventory, runs, nodes,
-references, linktest-report (the console script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
+references, options, linktest-report (the console script `cobalt-bench`, pyproject.toml; also `python -m cobalt_bench`).
 
 Exit status (as the kernels'): 0 compliant / nothing to flag, 1 not compliant (a failed
 check, a failed or unknown setting, a regression), 2 usage error, 3 could not run (no
@@ -25,7 +25,7 @@ _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 from .. import __version__  # noqa: E402
 from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa: E402
-               references)
+               options, references)
 from .argtypes import (add_results_option, formats, nonempty_path, percent,  # noqa: E402
                        positive, run_spec)
 from .status import catch_interrupts, exit_status  # noqa: E402
@@ -232,6 +232,12 @@ def build_parser():
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     export.add_arguments(prom, nonempty_path, run_spec)
 
+    opt = sub.add_parser('options', help='a kernel\'s options by name and value, checked, '
+                                         'as its command line (for job scripts)',
+                         description=options.DESCRIPTION, epilog=options.EPILOG,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    options.add_arguments(opt)
+
     lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
                                                 'results file (text, heat map, histogram)',
                         description=linktest_report.DESCRIPTION + ' Also installed as '
@@ -278,6 +284,8 @@ def main(argv=None):
                                  args.command_line, quiet=args.json == '-',
                                  exit_status=args.exit_status, kernel=args.kernel,
                                  node=args.node)
+        if args.command == 'options':
+            return options.command(args.kernel, args.options, args.env)
         if args.command == 'runs':
             from . import runs
             return runs.command(args.results, args.site)

@@ -115,3 +115,70 @@ def option_args(program, options):
         else:
             words += [f'--{opt["name"]}', str(value)]
     return words
+
+
+# ---- typed options as text: a job script's NAME=VALUE words or CB_OPT_* variables --------
+
+_TRUE, _FALSE = ('1', 'true', 'yes', 'on'), ('0', 'false', 'no', 'off', '')
+
+
+def _number(text, kind):
+    '''`text` as a number of `kind` (an integer; a double or duration may have a
+    fraction), or None.'''
+    for read in (int, lambda t: int(t, 0), float):
+        try:
+            value = read(text)
+        except ValueError:
+            continue
+        return value if kind in ('double', 'duration') or isinstance(value, int) else None
+    return None
+
+
+def _typed(program, opt, text):
+    '''`text` as `opt`'s type: a flag from true/false (yes/no, on/off, 1/0), a number
+    from its digits; a size or duration with a unit ("64M", "500ms") stays text for the
+    kernel to read; the rest is text. ValueError naming the option where it is none.'''
+    kind = opt['type']
+    if kind == 'flag':
+        if text.lower() in _TRUE + _FALSE:
+            return text.lower() in _TRUE
+        raise ValueError(f'{program} --{opt["name"]} is a flag: true or false, not {text!r}')
+    if kind in ('int', 'long', 'u64', 'double', 'size', 'duration'):
+        value = _number(text.strip(), kind)
+        if value is None and kind in ('size', 'duration') and text.strip():
+            return text.strip()
+        if value is None:
+            raise ValueError(f'{program} --{opt["name"]} takes {kind}, not {text!r}')
+        return value
+    return text
+
+
+def env_prefix(program):
+    '''The prefix of `program`'s typed options in a job's environment:
+    CB_OPT_MEM_TEST_ (CB_OPT_MEM_TEST_STATIONS=1 is --stations 1).'''
+    return 'CB_OPT_' + program.upper().replace('-', '_') + '_'
+
+
+def options_from_env(program, environ):
+    '''{option: text} of `program`'s CB_OPT_<PROGRAM>_<OPTION> variables in `environ`
+    (the option by its key: CB_OPT_MEM_TEST_DESIRED_RATE is desired_rate), by name.'''
+    prefix = env_prefix(program)
+    return {k[len(prefix):].lower(): v for k, v in sorted(environ.items())
+            if k.startswith(prefix)}
+
+
+def text_option_args(program, texts):
+    '''option_args() of options given as text ({'stations': '1'}): each read as its
+    option's type first, so that a wrong type or a value out of range is named as for a
+    site's typed options. ValueError as option_args'.'''
+    known = {o['name'].replace('-', '_'): o for o in _description(program)['options']}
+    typed = {}
+    for key, text in texts.items():
+        if '\n' in text or '\0' in text:
+            raise ValueError(f'[{key!r}]: a value of {program} takes one line, not {text!r}')
+        opt = known.get(key)
+        try:
+            typed[key] = _typed(program, opt, text) if opt else text
+        except ValueError as err:
+            raise ValueError(f'[{key!r}]: {err}') from None
+    return option_args(program, typed)
