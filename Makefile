@@ -197,11 +197,12 @@ dist:
 	echo "$$out sha256 $$(sha256sum < $$out | cut -d' ' -f1) commit $$(git rev-parse $(DIST_REF)^{commit})"
 
 # ---- tests and the local suite -----------------------------------------------
+# The 30 slowest tests are listed at the end (CI keeps under its hour by them).
 # Where the arm64 root is built (make arm), the local cluster's arm partition is its
 # aarch64 node: the tests then need the aarch64 kernels too, built against it.
 test: all ctest
 	@if scripts/arm64-root check >/dev/null 2>&1; then $(MAKE) --no-print-directory arm-kernels; fi
-	$(PYTHON) -m pytest tests
+	$(PYTHON) -m pytest --durations=30 tests
 
 run: all
 	scripts/run-suite $(or $(SITE),local)

@@ -235,3 +235,35 @@ cb_python_module() {
     say "python3 cannot import $module (load the cobalt-bench module)"
     return 3
 }
+
+# A single-node kernel's whole job (mem-test.slurm, cpu-test.slurm): one task with every
+# CPU of the node, the kernel's options string ($2: split like its *_OPTS variable) and its
+# typed CB_OPT_<KERNEL>_<NAME> options after it, its document in the results directory,
+# the end recorded and judged. Status: the judge's (cb_judge).
+#   cb_whole_node_kernel KERNEL "$KERNEL_OPTS"; exit $?
+cb_whole_node_kernel() {
+    local kernel=$1 results json rc
+    local -a opts
+    if ! command -v "$kernel" >/dev/null; then
+        say "$kernel not found (build it with make, or set COBALT_BENCH_ROOT)"
+        return 3
+    fi
+    results=$(cb_results_dir) || return 3
+    json="$results/$kernel-${SLURM_JOB_ID:-$$}.json"
+    read -r -a opts <<< "$2"
+    cb_typed_options "$kernel" opts || return $?
+
+    say "job ${SLURM_JOB_ID:-none} on $(hostname), $(command -v "$kernel")"
+    say "options: ${opts[*]:-($kernel defaults)}; JSON: $json"
+    cb_job_started "$json" "$kernel"
+    if [ -n "${SLURM_JOB_ID:-}" ]; then
+        # All CPUs of the node for the one task (srun does not inherit them from sbatch).
+        srun --ntasks=1 --cpus-per-task="${SLURM_CPUS_ON_NODE:-1}" \
+            "$kernel" "${opts[@]}" --json "$json"
+    else
+        "$kernel" "${opts[@]}" --json "$json"
+    fi
+    rc=$?
+    say "$kernel exit code $rc (0 compliant, 1 not compliant, 2 usage, 3 cannot run)"
+    cb_judge "$json" "$rc" "$kernel ${opts[*]} --json $json"
+}

@@ -64,13 +64,15 @@ for test in "${plan[@]}"; do
             cb_judge "$json" "$?" "cobalt-bench preflight --json $json" > /dev/null
             worse $?
             continue ;;
-        mem-test) read -r -a opts <<< "${MEM_TEST_OPTS:-}" ;;
+        mem-test) read -r -a opts <<< "${MEM_TEST_OPTS:-}"
+            cb_typed_options mem-test opts || { worse $?; continue; } ;;
         mem-capacity)
             # Unpaced: what the node's memory and the CPUs the job got can do, for the
             # report to hold against its peers (no reference judges it).
             program=mem-test
             read -r -a opts <<< "--max ${MEM_CAPACITY_OPTS---duration 5}" ;;
-        gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}" ;;
+        gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}"
+            cb_typed_options gpu-copy opts || { worse $?; continue; } ;;
         *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test mem-capacity gpu-copy)"
            worse 2; continue ;;
     esac

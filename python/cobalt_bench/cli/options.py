@@ -36,15 +36,22 @@ def command(kernel, words, from_env, environ=None):
                          f'{", ".join(sorted(described.descriptions()))}')
     texts = described.options_from_env(kernel, os.environ if environ is None else environ) \
         if from_env else {}
+    # Where each option was given, for the error that names it: its variable or its word.
+    given = {key: f'{described.env_prefix(kernel)}{key.upper()}={text}'
+             for key, text in texts.items()}
     for word in words:
         name, sep, value = word.partition('=')
         if not sep or not name:
             raise UsageError(f'{word!r}: expected NAME=VALUE (stations=1)')
         texts[name.replace('-', '_')] = value
+        given[name.replace('-', '_')] = word
     try:
         args = described.text_option_args(kernel, texts)
     except ValueError as err:
-        raise UsageError(str(err)) from None
+        text = str(err)
+        key = next((k for k in given if text.startswith(f'[{k!r}]: ')), None)
+        raise UsageError(f'{given[key]}: {text[len(repr(key)) + 4:]}' if key else text) \
+            from None
     for arg in args:
         sys.stdout.write(arg + '\n')
     return 0

@@ -75,6 +75,23 @@ def test_install_is_a_make_install_tree(spack_site, repo_root):
 
 
 @needs_spack
+def test_spack_test_run_runs_each_kernel_short(spack_site):
+    """`spack test run cobalt-bench`: each kernel's --version and its short run, whose typed
+    options (SHORT_RUNS) the installed `cobalt-bench options` turned into its command line."""
+    run = spack_site.spack("test", "run", "--alias", "cb-short", "cobalt-bench", timeout=900,
+                           check=False)
+    results = spack_site.spack("test", "results", "-l", "cb-short", check=False)
+    text = run.stdout + run.stderr + results.stdout + results.stderr
+    assert run.returncode == 0, text[-6000:]
+    for part in ("test_short_run_mem_test", "test_short_run_cb_linktest", "test_eth_loopback",
+                 "test_version_mem_test"):
+        assert any(part in line and "PASSED" in line for line in text.splitlines()), \
+            (part, text[-6000:])
+    # the short run's options as `cobalt-bench options` wrote them
+    assert "--stations 1 --desired-rate 1 --duration 1" in text, text[-6000:]
+
+
+@needs_spack
 def test_module_load_cobalt_bench(spack_site, repo_root):
     version = (repo_root / "VERSION").read_text().strip()
     prefix = Path(spack_site.spack("location", "-i", "cobalt-bench").stdout.strip())

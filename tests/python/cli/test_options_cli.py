@@ -43,7 +43,7 @@ def test_the_options_by_name_as_the_command_line():
 
 
 @pytest.mark.parametrize('word,said', [
-    ('stations=0', "['stations']: 0 is out of range: mem-test --stations takes 1 to 100000"),
+    ('stations=0', "stations=0: 0 is out of range: mem-test --stations takes 1 to 100000"),
     ('stations=x', "mem-test --stations takes int, not 'x'"),
     ('stations=1.5', "mem-test --stations takes int, not '1.5'"),
     ('desired_rate=-1', 'mem-test --desired-rate takes'),
@@ -124,5 +124,6 @@ def test_a_job_without_typed_options_asks_nothing(tmp_path):
 def test_a_job_with_a_bad_one_gets_2_and_runs_nothing_of_it(tmp_path):
     lines, err = job_shell(tmp_path, CB_OPT_MEM_TEST_STATIONS=f'1; touch {tmp_path}/x')
     assert lines == ['rc 2', '--duration', '1']
-    assert "['stations']: mem-test --stations takes int" in err
+    # the variable named as it was set
+    assert f"CB_OPT_MEM_TEST_STATIONS=1; touch {tmp_path}/x: mem-test --stations takes int" in err
     assert not (tmp_path / 'x').exists()

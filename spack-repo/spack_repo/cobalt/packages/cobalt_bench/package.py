@@ -42,12 +42,16 @@ OPTIONAL_KERNELS = {
 # compliant: a busy node) both mean the kernel ran; 3 means the node lacks what the kernel
 # needs, and the run is skipped. "mpi": started with the MPI's mpirun on 2 ranks.
 # eth-test-send and eth-test-receive run as a pair over loopback (test_eth_loopback).
+# The options are typed, by name, as a site's extras['cobalt_bench'] gives them: the
+# installed `cobalt-bench options` checks each against the kernel's own description and
+# writes the command line (CobaltBench._short_run_args).
 SHORT_RUNS = {
-    "mem-test": (None, ["--stations", "1", "--desired-rate", "1", "--duration", "1"]),
-    "cb-linktest": ("mpi", ["-w", "1", "-n", "4", "-s", "4096", "--check-buffers",
-                            "--no-output", "-q"]),
-    "gpu-copy": (None, ["--iterations", "2", "--alone-iterations", "0",
-                        "--device-buffer", "256M", "--host-buffer", "256M"]),
+    "mem-test": (None, {"stations": 1, "desired_rate": 1, "duration": 1}),
+    "cb-linktest": ("mpi", {"num_warmup_messages": 1, "num_messages": 4,
+                            "size_messages": 4096, "check_buffers": True,
+                            "no_output": True, "quiet": True}),
+    "gpu-copy": (None, {"iterations": 2, "alone_iterations": 0,
+                        "device_buffer": "256M", "host_buffer": "256M"}),
 }
 
 
@@ -223,6 +227,7 @@ class CobaltBench(MakefilePackage, CudaPackage):
 
     def _run_kernel(self, kernel, argv, result):
         """Run argv; check exit status, results block and the JSON document."""
+        print(" ".join(argv))  # the command line, into the test log
         exe = Executable(argv[0])
         out = exe(*argv[1:], "--json", result, output=str, error=str, fail_on_error=False)
         print(out)  # into the test log
@@ -237,16 +242,36 @@ class CobaltBench(MakefilePackage, CudaPackage):
         assert errors == 0, f"{kernel}: {errors} verification errors"
         return doc
 
+    def _short_run_args(self, kernel, options):
+        """The typed options as the kernel's command line, by the installed `cobalt-bench
+        options` (the one rule: each option's name, type and range checked against the
+        kernel's own description). A release without that command gets --name value."""
+        words = [f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+                 for name, value in options.items()]
+        exe = Executable(join_path(self.prefix.bin, "cobalt-bench"))
+        out = exe("options", kernel, *words, output=str, error=str, fail_on_error=False)
+        if exe.returncode == 0:
+            return out.splitlines()
+        # Refused by a cobalt-bench that has the command: a short run above is wrong.
+        exe("options", "--help", output=str, error=str, fail_on_error=False)
+        assert exe.returncode != 0, f"cobalt-bench options {kernel}: {out.strip()}"
+        args = []
+        for name, value in options.items():
+            flag = "--" + name.replace("_", "-")
+            args += ([flag] if value else []) if isinstance(value, bool) else [flag, str(value)]
+        return args
+
     def test_short_run(self):
         """a short run of each kernel writes a result that passed verification"""
         for kernel in self._kernels():
             if kernel.startswith("eth-test-"):
                 continue  # test_eth_loopback
-            launcher, args = SHORT_RUNS.get(kernel, (None, None))
+            launcher, options = SHORT_RUNS.get(kernel, (None, None))
             name = f"test_short_run_{kernel.replace('-', '_')}"
-            with test_part(self, name, purpose=f"{kernel} {' '.join(args or [])}"):
-                if args is None:
+            with test_part(self, name, purpose=f"{kernel}, a short run"):
+                if options is None:
                     raise SkipTest(f"no short run defined for {kernel}")
+                args = self._short_run_args(kernel, options)
                 argv = self._launcher(launcher) + [join_path(self.prefix.bin, kernel)] + args
                 self._run_kernel(kernel, argv, f"{kernel}.json")
 
