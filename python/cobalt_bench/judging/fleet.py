@@ -305,14 +305,16 @@ def judge_distribution(dist, threshold, noise=None):
 
 def _compared(case, check):
     '''The metrics of `case` compared with its peers: those the site's references judge;
-    where none is, a capacity check's capacity metrics (kernels.CAPACITY); else those its kernel's descriptor declares (the kernel contract's figures,
-    not the per-operation diagnostics such as mem-test's *_busy_speed, which scatter by tens
-    of percent when nodes share cores); for a check of no known kernel, every one.'''
+    where none is, the metrics of a check its peers judge (kernels.BY_PEERS: a capacity
+    check's capacity metrics, cpu-test's rates); else those its kernel's descriptor
+    declares (the kernel contract's figures, not the per-operation diagnostics such as
+    mem-test's *_busy_speed, which scatter by tens of percent when nodes share cores); for
+    a check of no known kernel, every one.'''
     judged = [m for m in case.metrics if m.judged]
     if judged:
         return judged
-    if check in kernels.CAPACITY:       # what it measures of the node, not diagnostics
-        return [m for m in case.metrics if m.name in kernels.CAPACITY[check].metrics]
+    if check in kernels.BY_PEERS:       # what it measures of the node, not diagnostics
+        return [m for m in case.metrics if m.name in kernels.BY_PEERS[check]]
     kernel = next(filter(None, map(kernels.of_document, case.docs)), None) or \
         kernels.of_check(check)
     return [m for m in case.metrics if m.name in kernel.metrics] if kernel else case.metrics

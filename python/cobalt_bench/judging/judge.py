@@ -129,9 +129,10 @@ PEERS_JUDGE = ('capacity: judged against its peers (the fleet analysis), no refe
 
 
 def by_peers(case, check):
-    '''The case of a capacity check (kernels.CAPACITY) that no reference judges and that
-    ran to the end: RECORDED, its verdict the fleet's (judging.verdict); else None.'''
-    if check in kernels.CAPACITY and case.result is Result.PASS:
+    '''The case of a check its peers judge (kernels.BY_PEERS: a capacity check, cpu-test)
+    that no reference judges and that ran to the end: RECORDED, its verdict the fleet's
+    (judging.verdict); else None.'''
+    if check in kernels.BY_PEERS and case.result is Result.PASS:
         return replace(case, result=Result.RECORDED, fail_phase='', fail_reason=PEERS_JUDGE)
     return None
 

@@ -19,6 +19,11 @@ def of_document(doc):
 #: The checks that measure capacity (Capacity): {check: its Capacity}.
 CAPACITY = {k.capacity.check: k.capacity for k in KERNELS.values() if k.capacity}
 
+#: The checks that their peers judge where no reference of the site does: {check: the
+#: metrics compared}, the capacity checks' and those of the kernels that declare `peers`.
+BY_PEERS = {**{check: c.metrics for check, c in CAPACITY.items()},
+            **{k.check: k.peers for k in KERNELS.values() if k.peers}}
+
 
 def check_of_document(doc):
     '''The check a kernel's JSON document is a result of: its kernel's (by `test`), or the

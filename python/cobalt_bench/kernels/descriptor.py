@@ -62,6 +62,10 @@ class Kernel:
     hints: object = None
     #: Its capacity mode (Capacity), or None.
     capacity: object = None
+    #: The metrics by which its peers judge its own check where no reference of the site
+    #: does (cpu-test: what a node computes is known from its peers, not in advance), as
+    #: a capacity check is judged; (): its check is judged by the site's references only.
+    peers: tuple = ()
     #: {metric: unit} of a kernel of this package's own Python (preflight), which has no C
     #: table to describe it; None for the C kernels.
     units: dict = None

@@ -163,7 +163,7 @@ class SiteReferences(compat.PLUGIN_BASE):
                  'no references.yaml found: ' + '; '.join(
                      f'{what} {d or "unset"}' for what, d, _ in where_looked(
                          self.site_dir_of(self.current_partition))))
-        if any(c.__name__ in kernels.CAPACITY for c in type(self).__mro__):
+        if any(c.__name__ in kernels.BY_PEERS for c in type(self).__mro__):
             # judging.judge.by_peers: the report compares it with the other nodes.
             self.logger.info(f'{self.display_name} on {part}: no reference ({where}): '
                              'recorded, judged against its peers by cobalt-bench report')

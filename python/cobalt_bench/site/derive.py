@@ -252,9 +252,9 @@ def derive(runs, site, tolerance=None, allow_bad=False, flagged=(), metrics=()):
                     f'{run.label}: {case.check} on {case.where} ' in x for x in left):
                 continue
             check = _check_of(case, checks)
-            if check in kernels.CAPACITY and not site.references.has_check(check):
-                notes.add(f'{check}: a capacity check, judged against its peers in each run '
-                          '(docs/fleet.md): no reference derived')
+            if check in kernels.BY_PEERS and not site.references.has_check(check):
+                notes.add(f'{check}: judged against its peers in each run (docs/fleet.md): '
+                          'no reference derived')
                 continue
             part = _partition_of(case, run, site)
             if part not in site.partitions:
