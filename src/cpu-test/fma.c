@@ -40,22 +40,18 @@ FMA_BLOCK(block_avx2, __attribute__((target("avx2,fma"))), __m256d, 12, 4, _mm25
 FMA_BLOCK(block_neon, , float64x2_t, 16, 2, vdupq_n_f64, vld1q_f64, NEON_FMA, vst1q_f64)
 #endif
 
-/* Scalar: the chains in registers, fma() from the C library where the base ISA has no
- * FMA instruction (x86-64 before AVX2: correct, slow). */
-static void block_scalar(const double *start, double *out, double a, uint64_t iters)
-{
-    enum { ACC = 8 };
-    double x[ACC];
-    for (int k = 0; k < ACC; k++)
-        x[k] = start[k];
-    for (uint64_t i = 0; i < iters; i++) {
-#pragma GCC unroll 8
-        for (int k = 0; k < ACC; k++)
-            x[k] = fma(x[k], a, x[k]);
-    }
-    for (int k = 0; k < ACC; k++)
-        out[k] = x[k];
-}
+/* Scalar: one double per chain, fma() of the C library where the base ISA has no FMA
+ * instruction (x86-64 before Haswell: correct, slow, a fallback); an x86 CPU with FMA
+ * runs the same chains with its scalar FMA instruction (the same bits, at full speed),
+ * aarch64 always. */
+#define SCALAR_SET1(a) (a)
+#define SCALAR_LOAD(p) (*(p))
+#define SCALAR_STORE(p, x) (*(p) = (x))
+FMA_BLOCK(block_scalar, , double, 8, 1, SCALAR_SET1, SCALAR_LOAD, fma, SCALAR_STORE)
+#if defined(__x86_64__)
+FMA_BLOCK(block_scalar_fma, __attribute__((target("fma"))), double, 8, 1, SCALAR_SET1,
+          SCALAR_LOAD, fma, SCALAR_STORE)
+#endif
 
 void ct_fma_block(ct_isa isa, const double *start, double *out, double a, uint64_t iters)
 {
@@ -74,6 +70,13 @@ void ct_fma_block(ct_isa isa, const double *start, double *out, double a, uint64
         return;
 #endif
     default:
+#if defined(__x86_64__)
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("fma")) {
+            block_scalar_fma(start, out, a, iters);
+            return;
+        }
+#endif
         block_scalar(start, out, a, iters);
         return;
     }

@@ -15,7 +15,7 @@ static const cb_opt opts[] = {
      .off = C(duration_s), .min = 0.1, .max = 7 * 86400.0, .def = "10", .arg = "SECONDS",
      .help = "how long every core computes (10, 90s, 5m)", .section = "Run:"},
     {.name = "burn", .letter = 'b', .type = CB_OPT_DOUBLE, .unit = "min", .doc_key = "burn_minutes",
-     .off = C(burn_min), .min = 0.1, .max = 7 * 1440.0, .arg = "MINUTES",
+     .off = C(burn_min), .min = 0.01, .max = 7 * 1440.0, .arg = "MINUTES",
      .help = "burn-in: keep every core loaded this many minutes\n"
              "(instead of --duration) and report the drop from\n"
              "the first interval to the sustained rate"},
