@@ -20,6 +20,9 @@ RUNS = {
                     '--min-runtime', '0.1', '-q'],
     # to the loopback, no receiver needed: UDP is sent all the same
     'eth-test-send': ['-H', '127.0.0.1', '-d', '0.5', '-r', '0.1', '-n', '2', '-q'],
+    # written from its table from the start: the record is its first run's
+    'cpu-test': ['--duration', '0.3', '--interval', '0.1', '--threads', '1', '--isa', 'scalar',
+                 '--desired-gflops', '0.001', '-q'],
 }
 LAUNCH = {'cb-linktest': ['mpirun', '-n', '2', '--oversubscribe']}
 
