@@ -78,6 +78,14 @@ typedef struct cb_opt {
     {.name = "quiet", .letter = 'q', .type = CB_OPT_FLAG, .off = offsetof(cfg_type, field), \
      .help = "no progress lines on stderr"}
 
+/* The paragraph of a kernel's help (cb_cmd.more) that says what a signal does to a timed
+ * run (docs/kernel-contract.md, "Interrupted"), in one place for the kernels that say it
+ * in these words. */
+#define CB_HELP_INTERRUPTED                                                                \
+    "SIGINT, SIGTERM or SIGHUP stops the run: the results block and the JSON document\n"   \
+    "cover the time measured and say so (\"interrupted\": true); a second signal ends\n"  \
+    "the program at once.\n"
+
 typedef struct cb_cmd {
     const char *name;         /* the program's name, as in its messages */
     const char *test_version; /* for --version */

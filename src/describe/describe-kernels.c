@@ -6,11 +6,12 @@
 #include "../common/cb_options.h"
 
 /* Each kernel's command line, as its options file defines it. */
-extern const cb_cmd mt_cmd, lt_cmd, send_cmd, recv_cmd, gc_cmd, smt_cmd;
+extern const cb_cmd mt_cmd, lt_cmd, send_cmd, recv_cmd, gc_cmd, smt_cmd, ct_cmd;
 
 int main(void)
 {
-    const cb_cmd *const kernels[] = {&mt_cmd, &lt_cmd, &send_cmd, &recv_cmd, &gc_cmd, &smt_cmd};
+    const cb_cmd *const kernels[] = {&mt_cmd, &lt_cmd, &send_cmd, &recv_cmd, &gc_cmd, &smt_cmd,
+                                      &ct_cmd};
     cb_json j;
     cbj_init(&j);
     cbj_obj_begin(&j, NULL);

@@ -8,7 +8,7 @@
 DESCRIBED := python/cobalt_bench/kernels/described.json
 DESCRIBE_OBJ := $(patsubst %,$(BUILD)/%.o,describe/describe-kernels mem-test/options \
 	mem-test/workload cb-linktest/options eth-test/send_options eth-test/receive_options \
-	eth-test/eth_net gpu-copy/options gpu-copy/plan smp-mad-stress/options)
+	eth-test/eth_net gpu-copy/options gpu-copy/plan smp-mad-stress/options cpu-test/options)
 $(BUILD)/describe/describe-kernels: $(DESCRIBE_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)

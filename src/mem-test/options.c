@@ -132,9 +132,7 @@ const cb_cmd mt_cmd = {
 "MEM_TEST_BAND_ROWS=8|16|32|64 the corner turn's band height (default 64, 16 on AMD\n"
 "CPUs with AVX-512).\n"
 "\n"
-"SIGINT, SIGTERM or SIGHUP stops the run: the results block and the JSON document\n"
-"cover the time measured and say so (\"interrupted\": true); a second signal ends\n"
-"the program at once.\n"
+CB_HELP_INTERRUPTED
 "\n"
 "Exit status: 0 compliant, 1 not compliant or verification failed,\n"
 "2 usage error, 3 could not run, 128 + the signal's number when interrupted\n"

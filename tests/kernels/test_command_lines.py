@@ -18,7 +18,7 @@ from plugins.checkout import ROOT, repo_version
 
 RECORD = os.path.join(ROOT, 'tests', 'data', 'kernels', 'command-lines.json')
 BINARIES = ('mem-test', 'cb-linktest', 'eth-test-send', 'eth-test-receive', 'gpu-copy',
-            'cb-pcie-links', 'smp-mad-stress', 'smp-mad-stress-mpi')
+            'cb-pcie-links', 'smp-mad-stress', 'smp-mad-stress-mpi', 'cpu-test')
 NUMBERS = ('int', 'long', 'u64', 'double', 'size', 'duration')
 
 

@@ -74,6 +74,9 @@ CASES = {
                                                   '-d', '0.2', '-q', 'SwitchInfo']),
     'smp-mad-stress-mpi': ('smp-mad-stress-mpi', ['--simulate=rtt=200us', '-d', '0.2', '-q',
                                                   '7', 'NodeInfo']),
+    # written from its table from the start: the record is its first run's
+    'cpu-test': ('cpu-test', ['--duration', '0.3', '--interval', '0.1', '--threads', '1',
+                              '--isa', 'scalar', '--desired-gflops', '0.001', '-q']),
 }
 LAUNCH = {'cb-linktest': ['mpirun', '-n', '2', '--oversubscribe'],
           'smp-mad-stress-mpi': ['mpirun', '-n', '2', '--oversubscribe']}

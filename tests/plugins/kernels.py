@@ -6,6 +6,7 @@
   and the pairs its matrix must hold.
 - the bad option values by type (``BAD_INT`` ...) and ``bad_value_test()``: the table of
   issue 14 (every kernel's options, by type, must be usage errors that name the option);
+- ``cpu_isas()``: the vector instruction sets cpu-test runs on this machine;
 - ``interrupt()`` and ``check_interrupted()``: real signals to running kernels, which must
   stop, print a results block marked "Interrupted", leave a valid JSON document with
   "interrupted": true and exit 128 + the signal's number.
@@ -201,6 +202,22 @@ def document_alone_on_stdout(cmd: list) -> dict:
     assert "----- Test results -----" in r.stderr
     assert r.stderr.rstrip("\n").split("\n")[-1].split(":")[0] in ("Average late", "Errors")
     return doc
+
+
+# ---- the CPU ---------------------------------------------------------------------------------
+def cpu_isas() -> list:
+    """The vector instruction sets cpu-test runs on this machine, widest first (as its
+    --isa auto takes them), from /proc/cpuinfo's flags."""
+    if os.uname().machine == "aarch64":
+        return ["neon", "scalar"]
+    flags = set()
+    with open("/proc/cpuinfo") as fp:
+        for line in fp:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    return ((["avx512"] if "avx512f" in flags else [])
+            + (["avx2"] if {"avx2", "fma"} <= flags else []) + ["scalar"])
 
 
 # ---- signals ------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ def test_package_imports_by_name():
 
 @pytest.mark.parametrize('binary', ['smp-mad-stress', 'smp-mad-stress-mpi', 'cb-linktest',
                                     'mem-test', 'eth-test-send', 'eth-test-receive',
-                                    'gpu-copy', 'cb-pcie-links'])
+                                    'gpu-copy', 'cb-pcie-links', 'cpu-test'])
 def test_product_binaries_carry_no_test_code(binary):
     path = os.path.join(ROOT, 'bin', binary)
     if not os.path.exists(path):

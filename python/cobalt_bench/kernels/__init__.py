@@ -3,12 +3,13 @@ Python side derives from a kernel (check settings, document validation, plots, h
 tests' binaries) reads it from here. A new kernel adds one module here and one line below.
 '''
 
-from . import cb_linktest, eth_test, gpu_copy, mem_test, preflight, smp_mad_stress
+from . import cb_linktest, cpu_test, eth_test, gpu_copy, mem_test, preflight, smp_mad_stress
 from .descriptor import Kernel  # noqa: F401  (the descriptor's type, for users)
 
 #: Every kernel, by name (its documents' `test`).
 KERNELS = {k.name: k for k in (mem_test.KERNEL, gpu_copy.KERNEL, eth_test.KERNEL,
-                               cb_linktest.KERNEL, smp_mad_stress.KERNEL, preflight.KERNEL)}
+                               cb_linktest.KERNEL, smp_mad_stress.KERNEL, cpu_test.KERNEL,
+                               preflight.KERNEL)}
 
 
 def of_document(doc):
