@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # cobalt-bench: the single-node pack of jobs/node-sweep.slurm, run once on every node of
 # its allocation (srun --ntasks-per-node=1): the node's inventory, preflight, mem-test, its
-# memory capacity (mem-capacity: mem-test --max, compared with the peers by the report) and,
-# where the node has an NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
+# memory capacity (mem-capacity: mem-test --max, compared with the peers by the report), its
+# cores' compute rate (cpu-test, compared with the peers too) and, where the node has an
+# NVIDIA GPU, gpu-copy, one after the other, each document written into DIR/<node>/ and
 # its end recorded and judged (cb_judge: by the site when the job names one). DIR/<node>/plan
 # lists the tests the node is to run.
 #   bash node-pack.sh DIR
@@ -34,7 +35,7 @@ worse() { if [ "$1" -gt "$worst" ]; then worst=$1; fi; }
 # (a test without one is a failure of this node), and a node that wrote no plan at all
 # (its directory could not be made, its task never started) is one too.
 plan=()
-for test in ${NODE_SWEEP_TESTS:-inventory preflight mem-test mem-capacity gpu-copy}; do
+for test in ${NODE_SWEEP_TESTS:-inventory preflight mem-test mem-capacity cpu-test gpu-copy}; do
     if [ "$test" = gpu-copy ] && [ ! -d /proc/driver/nvidia/gpus ]; then
         say "gpu-copy: no NVIDIA GPU on this node, not run"
         continue
@@ -73,14 +74,24 @@ for test in "${plan[@]}"; do
             read -r -a opts <<< "--max ${MEM_CAPACITY_OPTS---duration 5}" ;;
         gpu-copy) read -r -a opts <<< "${GPU_COPY_OPTS:-}"
             cb_typed_options gpu-copy opts || { worse $?; continue; } ;;
-        *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test mem-capacity gpu-copy)"
+        cpu-test)
+            # Unpaced too: each core's FMA rate, held against the peers' by the report.
+            read -r -a opts <<< "${CPU_TEST_OPTS---duration 3}"
+            cb_typed_options cpu-test opts || { worse $?; continue; } ;;
+        *) say "unknown test '$test' in NODE_SWEEP_TESTS (inventory preflight mem-test mem-capacity cpu-test gpu-copy)"
            worse 2; continue ;;
     esac
     cb_job_started "$json" "$test"
-    if [ "$test" = mem-capacity ] && [ -n "${NODE_SWEEP_SHARED_HOST:-}" ]; then
+    # The unpaced tests, and the metric whose median run each keeps.
+    case $test in
+        mem-capacity) CB_CAPACITY_METRIC=measured_speed ;;
+        cpu-test) CB_CAPACITY_METRIC=node_gflops ;;
+        *) CB_CAPACITY_METRIC= ;;
+    esac
+    if [ -n "$CB_CAPACITY_METRIC" ] && [ -n "${NODE_SWEEP_SHARED_HOST:-}" ]; then
         # Nodes that are one machine (node-sweep.slurm found it): in turns, lib/shared-host.sh.
-        cb_capacity_in_turns "$1" "$node" "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
-    elif [ "$test" = mem-capacity ]; then
+        cb_capacity_in_turns "$1" "$test" "$node" "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
+    elif [ -n "$CB_CAPACITY_METRIC" ]; then
         # Its median of CB_CAPACITY_ROUNDS runs (lib/capacity.sh).
         cb_capacity_rounds "$json" "$dir/$test-$jobid.out" "$program" "${opts[@]}"
     else

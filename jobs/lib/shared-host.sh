@@ -11,8 +11,10 @@
 # of a machine of its own: what else runs on the one machine slows a stretch of
 # consecutive turns (CI saw two of one node's three rounds 20 % down, and named it), and
 # five rounds spread each node's runs over minutes. A node that arrives late runs after
-# the turns. Nothing here is used on a cluster of separate machines.
-#   cb_capacity_in_turns SWEEP_DIR NODE JSON LOG PROGRAM [OPTIONS...]; rc=$?
+# the turns. Each unpaced test of the pack (mem-capacity, cpu-test) takes its own turns,
+# their state in SWEEP_DIR/.turns-TEST/. Nothing here is used on a cluster of separate
+# machines.
+#   cb_capacity_in_turns SWEEP_DIR TEST NODE JSON LOG PROGRAM [OPTIONS...]; rc=$?
 # (lib/capacity.sh is sourced first: cb_capacity_keep.)
 CB_TURN_ROUNDS=${CB_TURN_ROUNDS:-5}
 CB_TURN_TIMEOUT_S=${CB_TURN_TIMEOUT_S:-60}
@@ -53,13 +55,14 @@ _cb_lost() {
     done
 }
 
-# Until every node of the allocation is ready or lost (or CB_READY_TIMEOUT_S): then the
-# order of turns (the ready nodes, in the allocation's order) is written once.
+# Until every node of the allocation ($1/allocation) is ready or lost (or
+# CB_READY_TIMEOUT_S): then the order of turns (the ready nodes, in the allocation's order)
+# is written once, into the turns' directory $2.
 _cb_order() {
-    local sweep=$1 waited=0 missing
+    local sweep=$1 turns=$2 waited=0 missing
     while :; do
         missing=()
-        while read -r n; do [ -e "$sweep/.ready-$n" ] || missing+=("$n"); done < "$sweep/allocation"
+        while read -r n; do [ -e "$turns/.ready-$n" ] || missing+=("$n"); done < "$sweep/allocation"
         [ ${#missing[@]} -eq 0 ] && break
         [ "$waited" -ge "$CB_READY_TIMEOUT_S" ] && break
         if [ $((waited % 5)) -eq 0 ] && [ -z "$(comm -23 <(printf '%s\n' "${missing[@]}" | sort) \
@@ -69,35 +72,36 @@ _cb_order() {
         sleep 1
         waited=$((waited + 1))
     done
-    while read -r n; do [ -e "$sweep/.ready-$n" ] && echo "$n"; done < "$sweep/allocation" \
-        > "$sweep/.order.$$" && { ln "$sweep/.order.$$" "$sweep/.order" 2>/dev/null || true; }
-    rm -f "$sweep/.order.$$"
+    while read -r n; do [ -e "$turns/.ready-$n" ] && echo "$n"; done < "$sweep/allocation" \
+        > "$turns/.order.$$" && { ln "$turns/.order.$$" "$turns/.order" 2>/dev/null || true; }
+    rm -f "$turns/.order.$$"
 }
 
 cb_capacity_in_turns() {
-    local sweep=$1 node=$2 json=$3 log=$4 n i=-1 k r rc turn
-    shift 4
-    : > "$sweep/.ready-$node"
-    [ -e "$sweep/.order" ] || _cb_order "$sweep"
-    mapfile -t order < "$sweep/.order"
+    local sweep=$1 turns=$1/.turns-$2 node=$3 json=$4 log=$5 n i=-1 k r rc turn
+    shift 5
+    mkdir -p "$turns" || return 3
+    : > "$turns/.ready-$node"
+    [ -e "$turns/.order" ] || _cb_order "$sweep" "$turns"
+    mapfile -t order < "$turns/.order"
     n=${#order[@]}
     for k in "${!order[@]}"; do [ "${order[$k]}" = "$node" ] && i=$k; done
     local runs=()
     : > "$log"
     [ "$i" -ge 0 ] || { echo "shared host: late for the turns: runs after them" >> "$log"
-                        _cb_wait_turn "$sweep" $((CB_TURN_ROUNDS * n)); }
+                        _cb_wait_turn "$turns" $((CB_TURN_ROUNDS * n)); }
     for ((r = 0; r < CB_TURN_ROUNDS; r++)); do
         if [ "$i" -ge 0 ]; then
             turn=$((r * n + i))
-            _cb_wait_turn "$sweep" "$turn" ||
+            _cb_wait_turn "$turns" "$turn" ||
                 echo "shared host: turn $turn not reached in ${CB_TURN_TIMEOUT_S} s (a node lost?)" >> "$log"
         fi
         "$@" --json "$json.round$r" >> "$log" 2>&1
         rc=$?
         runs+=("$rc $json.round$r")
-        [ "$i" -lt 0 ] || _cb_pass_turn "$sweep" $((turn + 1)) "$node"
+        [ "$i" -lt 0 ] || _cb_pass_turn "$turns" $((turn + 1)) "$node"
     done
-    _cb_wait_turn "$sweep" $((CB_TURN_ROUNDS * n)) || true
+    _cb_wait_turn "$turns" $((CB_TURN_ROUNDS * n)) || true
     echo "shared host: $CB_TURN_ROUNDS rounds in turns" >> "$log"
     cb_capacity_keep "$json" "$log" "${runs[@]}"
 }

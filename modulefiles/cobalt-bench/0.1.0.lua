@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- cobalt-bench: HPC acceptance benchmarks (mem-test, gpu-copy, eth-test, OSU wrappers).
+-- cobalt-bench: HPC acceptance benchmarks (mem-test, cpu-test, gpu-copy, eth-test, OSU wrappers).
 --
 -- One file serves a source checkout (ROOT/modulefiles/cobalt-bench/0.1.0.lua, kernels and
 -- the command links in ROOT/bin, the Python package in ROOT/python, jobs/checks/site

@@ -72,6 +72,7 @@ site_configuration = SITE.checked({
                         'smp_mad_stress_opts': '-d 3 -n 2 -N 16 -L $COBALT_IB_LIDS NodeInfo',
                         'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
                         'mem_capacity_opts': '--stations 1 --duration 3',
+                        'cpu_test': {'duration': 3},
                         'eth_test_interfaces': ['lo'],
                         'eth_test_send_opts': '--rate 3 --duration 3',
                         'eth_test_receive_opts': '--threshold 2.97 --timeout 60',

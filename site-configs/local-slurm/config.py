@@ -58,6 +58,9 @@ def _partition(name, descr, features=(), processor=PROCESSOR, extras=None, prepa
             'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
             # MemCapacity (after --max): one station's buffers, 3 s unpaced.
             'mem_capacity_opts': '--stations 1 --duration 3',
+            # CpuTest: every core of the node for 3 s (typed: checked against
+            # `cpu-test --describe` when the configuration loads).
+            'cpu_test': {'duration': 3},
             # MPI jobs: Debian's Open MPI under Slurm starts with srun --mpi=pmix.
             'mpi_launcher_options': ['--mpi=pmix'],
             # cb-linktest: one task on each of the two nodes, 16 MiB messages.
@@ -94,6 +97,7 @@ ARM_PREPARE_CMDS = [f'. {shlex.quote(os.path.join(paths.data_dir(ROOT), "jobs", 
 ARM_EXTRAS = {
     'mem_test_opts': '--stations 1 --desired-rate 1 --duration 3',
     'mem_capacity_opts': '--stations 1 --duration 3',
+    'cpu_test': {'duration': 3},
     'eth_test_send_opts': '--rate 0.3 --duration 3',
     'eth_test_receive_opts': '--threshold 0.297 --timeout 120',
 }

@@ -45,6 +45,9 @@ site_configuration = SITE.checked({
                         'mem_test_opts': '--stations 1 --desired-rate 8 --duration 3',
                         # MemCapacity (after --max): one station's buffers, 3 s.
                         'mem_capacity_opts': '--stations 1 --duration 3',
+                        # CpuTest: every core for 3 s (typed: checked against
+                        # `cpu-test --describe` when the configuration loads).
+                        'cpu_test': {'duration': 3},
                         # eth-test (reframe_checks/network.py) on the loopback interface
                         # (receiver and sender both here): 12 streams, 3 Gbit/s, 3 s, which
                         # this machine receives without loss while busy; judged to 1%

@@ -3,6 +3,9 @@
 # The MPI program is split by stage, a header per layer (run.h lists the files).
 # Its report, `cobalt-bench linktest-report` (also `cb-linktest-report`), is in the Python
 # package: python/cobalt_bench/linktest_report.py.
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += lt_cmd
+DESCRIBED_OBJ += cb-linktest/options
 MPICC ?= $(shell command -v mpicc 2>/dev/null)
 LINKTEST_OBJ := $(BUILD)/cb-linktest/schedule.o $(BUILD)/cb-linktest/npz.o
 $(LINKTEST_OBJ): src/cb-linktest/schedule.h src/cb-linktest/npz.h

@@ -2,6 +2,9 @@
 # hwloc), so it is built everywhere, cross builds included. Its unit test
 # (tests/c/test_cputest.c) covers the FMA streams and their verification, the ISA
 # table, the cores per core list, the spread and the drop, and the option table.
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += ct_cmd
+DESCRIBED_OBJ += cpu-test/options
 KERNELS += cpu-test
 CPUTEST_OBJ := $(patsubst %,$(BUILD)/cpu-test/%.o,options isa fma cpus clock stats run report)
 $(BUILD)/cpu-test/%.o: src/cpu-test/options.h src/cpu-test/isa.h src/cpu-test/cpus.h \

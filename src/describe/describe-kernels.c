@@ -5,13 +5,20 @@
  * every kernel's metrics and units on a machine where some kernel cannot be built. */
 #include "../common/cb_options.h"
 
-/* Each kernel's command line, as its options file defines it. */
-extern const cb_cmd mt_cmd, lt_cmd, send_cmd, recv_cmd, gc_cmd, smt_cmd, ct_cmd;
+/* Each kernel's command line, as its options file defines it: CB_DESCRIBED_CMDS is
+ * X(mt_cmd) X(lt_cmd) ..., made by `make` from every kernel.mk's DESCRIBED_CMDS. */
+#ifndef CB_DESCRIBED_CMDS
+#error "CB_DESCRIBED_CMDS: build describe-kernels with make (src/describe/kernel.mk)"
+#endif
+#define X(cmd) extern const cb_cmd cmd;
+CB_DESCRIBED_CMDS
+#undef X
 
 int main(void)
 {
-    const cb_cmd *const kernels[] = {&mt_cmd, &lt_cmd, &send_cmd, &recv_cmd, &gc_cmd, &smt_cmd,
-                                      &ct_cmd};
+#define X(cmd) &cmd,
+    const cb_cmd *const kernels[] = {CB_DESCRIBED_CMDS};
+#undef X
     cb_json j;
     cbj_init(&j);
     cbj_obj_begin(&j, NULL);

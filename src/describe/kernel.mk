@@ -6,10 +6,16 @@
 # a kernel itself cannot be (no hwloc, MPI, CUDA or libibumad); a cross build makes none
 # (the native build's description serves both).
 DESCRIBED := python/cobalt_bench/kernels/described.json
-DESCRIBE_OBJ := $(patsubst %,$(BUILD)/%.o,describe/describe-kernels mem-test/options \
-	mem-test/workload cb-linktest/options eth-test/send_options eth-test/receive_options \
-	eth-test/eth_net gpu-copy/options gpu-copy/plan smp-mad-stress/options cpu-test/options)
-$(BUILD)/describe/describe-kernels: $(DESCRIBE_OBJ) $(COMMON_LIB)
+# Each kernel's kernel.mk names what describes it: DESCRIBED_CMDS (its cb_cmd) and
+# DESCRIBED_OBJ (the objects of its option table and what they call, as src/<dir>/<file>
+# without .o). The kernel.mk files are read in name order, some after this one, so the
+# lists are expanded at the rules' second expansion.
+.SECONDEXPANSION:
+DESCRIBE_OBJ = $(patsubst %,$(BUILD)/%.o,describe/describe-kernels $(DESCRIBED_OBJ))
+$(BUILD)/describe/describe-kernels.o: CFLAGS += \
+	-DCB_DESCRIBED_CMDS='$(foreach c,$(DESCRIBED_CMDS),X($(c)))'
+$(BUILD)/describe/describe-kernels.o: $(wildcard src/*/kernel.mk)
+$(BUILD)/describe/describe-kernels: $$(DESCRIBE_OBJ) $(COMMON_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 $(DESCRIBED): $(BUILD)/describe/describe-kernels

@@ -1,5 +1,8 @@
 # eth-test-send / eth-test-receive: Linux sockets only (sendmmsg/recvmmsg), no other
 # dependency (no hwloc: they link libcbcommon.a only, never $(TOPO_OBJ)); always built.
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += send_cmd recv_cmd
+DESCRIBED_OBJ += eth-test/send_options eth-test/receive_options eth-test/eth_net
 KERNELS += eth-test-send eth-test-receive
 ETH_OBJ := $(BUILD)/eth-test/eth_proto.o $(BUILD)/eth-test/eth_net.o
 # Each program: its main file with its stages, and its option table.

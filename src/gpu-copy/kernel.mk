@@ -6,6 +6,9 @@
 # `cobalt-bench preflight` use) needs neither: it is built everywhere.
 #   make NVCC=/opt/cuda/bin/nvcc NVCC_ARCH=-arch=sm_90   (defaults: PATH, /usr/local/cuda;
 #                                                        every major architecture)
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += gc_cmd
+DESCRIBED_OBJ += gpu-copy/options gpu-copy/plan
 ifeq ($(origin NVCC),undefined)
 NVCC := $(or $(shell command -v nvcc 2>/dev/null),/usr/local/cuda/bin/nvcc)
 endif

@@ -1,6 +1,9 @@
 # mem-test: needs hwloc (and pthreads, libm). Its unit test (tests/c/test_memtest.c)
 # covers the workload model, the memory operations, their verification and the option
 # table; it does not place threads or memory, so it links neither cb_topo.o nor hwloc.
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += mt_cmd
+DESCRIBED_OBJ += mem-test/options mem-test/workload
 $(BUILD)/mem-test/mem-test.o: CFLAGS += $(HWLOC_CFLAGS)
 ifeq ($(HWLOC_OK),yes)
 KERNELS += mem-test

@@ -2,6 +2,9 @@
 # smp-mad-stress-mpi (its MPI mode) also needs mpicc.
 # The window logic and the simulation transport (--simulate) need neither, so
 # their unit tests are built everywhere. Test-only helpers live in tests/c/.
+# Its description (src/describe/): its command line, and the objects it needs.
+DESCRIBED_CMDS += smt_cmd
+DESCRIBED_OBJ += smp-mad-stress/options
 SMT_SRC_DIR := src/smp-mad-stress
 SMT_CORE    := $(BUILD)/smp-mad-stress/smp_mad.o $(BUILD)/smp-mad-stress/window.o \
                $(BUILD)/smp-mad-stress/sim_transport.o

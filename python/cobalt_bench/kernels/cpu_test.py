@@ -33,4 +33,8 @@ KERNEL = Kernel(
     options_doc="cpu-test options (CpuTest), e.g. '--burn 10' or '--desired-gflops 40'; "
                 "'': cpu-test's defaults (every core, 10 s)",
     number_lists={'cores': CORE_NUMBERS, 'intervals': INTERVAL_NUMBERS},
-    hints=hints)
+    plots=('cpu_test_cores', 'cpu_test_burn'), hints=hints,
+    # What a node computes is known from its peers, not in advance: without a reference
+    # of the site, each node's rates are held against the other nodes' (judging.fleet);
+    # the slowest core's share catches one sick core among many.
+    peers=('node_gflops', 'core_gflops_median', 'slowest_core_ratio'))

@@ -11,7 +11,7 @@ from .system import cpulist as cpu_list
 
 # Which checks a setting can spoil (matched against check names, kernel names and ReFrame
 # tags by the report, to put findings next to the failures they may explain).
-CPU_BOUND = ['memory', 'gpu', 'ethernet', 'interconnect']
+CPU_BOUND = ['compute', 'memory', 'gpu', 'ethernet', 'interconnect']
 
 CAP_SYS_NICE = 23
 

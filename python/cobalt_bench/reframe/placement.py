@@ -6,7 +6,7 @@ on exactly the partitions it fits, and `reframe -l` shows no check where it cann
   placement     a partition fits when                       checks
   any           always                                      Preflight
   compute       it is not a login partition (feature        MemTest, MemCapacity,
-                'login', or named 'login')                  EthTest
+                'login', or named 'login')                  CpuTest, EthTest
   gpu           feature 'gpu', or GPU devices               (a GPU of any vendor)
                 ('devices': [{'type': 'gpu', ...}])
   nvidia gpu    'gpu', and its GPUs are NVIDIA's or of no   GpuCopy

@@ -14,6 +14,7 @@ from ..judging import verdict as vd
 from ..store import documents, job_record
 from ..store import history as hist
 from ..store.result import Result
+from . import compute_plots  # noqa: F401  (registers cpu-test's plotters with plots)
 from .fleet import flaky_in, fleet_plots, run_history
 from .plots import make_plots
 
@@ -21,6 +22,7 @@ from .plots import make_plots
 # findings name the families they can spoil (preflight.Finding.affects).
 FAMILIES = {
     'memory': r'mem|memory|stream|numa',
+    'compute': r'cpu|flops|dgemm|hpl|compute',
     'gpu': r'gpu|cuda',
     'ethernet': r'eth|udp|tcp|iperf',
     'interconnect': r'osu|mpi|linktest|infiniband|ib_|ib-|perftest|mad|rdma|dolphin',

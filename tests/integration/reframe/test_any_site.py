@@ -79,6 +79,7 @@ EXPECTED = {
     'Preflight': {'login', 'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'MemTest': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'MemCapacity': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
+    'CpuTest': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'EthTest': {'cpu', 'cpu-mpi', 'gpu', 'ib'},
     'GpuCopy': {'gpu'},
     'IbWriteBw': {'ib'},

@@ -26,7 +26,7 @@ VENVS = [v for v in os.environ.get('COBALT_REFRAME_VENVS', '').split(os.pathsep)
 CHECKS = os.path.join(ROOT, 'reframe_checks')
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
 PREPARE = 'scripts/other-sites'
-OURS = {'Preflight', 'MemTest', 'EthTest', 'GpuCopy', 'IbWriteBw', 'SmpMadStress',
+OURS = {'Preflight', 'MemTest', 'CpuTest', 'EthTest', 'GpuCopy', 'IbWriteBw', 'SmpMadStress',
         'OsuPt2Pt', 'OsuCollective', 'CbLinkTest'}
 
 # Adapting a centre's configuration where it cannot run here, and nowhere else.
@@ -87,7 +87,7 @@ class Centre:
         return path
 
 
-EVERY_COMPUTE = {'Preflight', 'MemTest', 'EthTest'}
+EVERY_COMPUTE = {'Preflight', 'MemTest', 'CpuTest', 'EthTest'}
 MPI = {'OsuPt2Pt', 'OsuCollective', 'CbLinkTest'}
 CENTRES = [
     # EESSI's configurations: features 'cpu'/'gpu', extras 'gpu_vendor' (NVIDIA).

@@ -17,6 +17,8 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -111,12 +113,14 @@ class slowed:
 
 def sweep(tmp_path, fleet, site, seconds, during=None, tests=None):
     tmp_path.mkdir(exist_ok=True)
-    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'NODE_SWEEP_', *JOB_STATE),
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'CPU_TEST_', 'NODE_SWEEP_',
+                                     'CB_OPT_', *JOB_STATE),
                     COBALT_BENCH_SITE=str(site), COBALT_BENCH_RESULTS=str(tmp_path / 'results'),
                     MEM_TEST_OPTS=LOAD.format(seconds=seconds),
                     # the capacity test at its smallest: these tests are not about it
                     MEM_CAPACITY_OPTS='--stations 1 --duration 1',
-                    **({'NODE_SWEEP_TESTS': tests} if tests else {}))
+                    # cpu-test's own sweep is below (a node sharing its cores)
+                    NODE_SWEEP_TESTS=tests or 'inventory preflight mem-test mem-capacity')
     jobid = sbatch(SWEEP, tmp_path, env, '-N', str(NODES), '-p', 'x86')
     if during:
         during(jobid, env)
@@ -343,6 +347,7 @@ def test_a_lost_batch_host_ends_the_sweep_within_minutes_naming_it(tmp_path, fle
 
 DOCUMENTED = '--stations 1 --desired-rate 8 --duration 5'   # jobs/node-sweep.slurm's header
 DOCUMENTED_CAPACITY = '--stations 1 --duration 3'            # and its MEM_CAPACITY_OPTS
+DOCUMENTED_CPU = '--duration 1'                              # and its CPU_TEST_OPTS
 HALF = 'n3'
 
 
@@ -371,9 +376,10 @@ def documented_sweep(tmp_path, fleet):
     '''The sweep as jobs/node-sweep.slurm's header documents it for the local cluster.'''
     site = os.path.join(ROOT, 'site-configs', 'local-slurm')
     tmp_path.mkdir(exist_ok=True)
-    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'NODE_SWEEP_', *JOB_STATE),
+    env = clean_env(fleet.env, drop=('MEM_TEST_', 'MEM_CAPACITY_', 'CPU_TEST_', 'NODE_SWEEP_',
+                                     'CB_OPT_', *JOB_STATE),
                     COBALT_BENCH_SITE='local-slurm', MEM_TEST_OPTS=DOCUMENTED,
-                    MEM_CAPACITY_OPTS=DOCUMENTED_CAPACITY,
+                    MEM_CAPACITY_OPTS=DOCUMENTED_CAPACITY, CPU_TEST_OPTS=DOCUMENTED_CPU,
                     COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(SWEEP, tmp_path, env, '-N', str(NODES), '-p', 'x86')
     finished_job(jobid, env, timeout=300)
@@ -463,3 +469,79 @@ def distributed_reframe_preflight(tmp_path, fleet, site):
                          env=env, text=True, capture_output=True, timeout=300)
     assert (run_dir / 'report' / 'verdict.json').is_file(), run.stdout + rep.stdout + rep.stderr
     return run_dir / 'report', json.loads((run_dir / 'report' / 'verdict.json').read_text())
+
+
+# ---- issue 41: a node whose jobs share their cores with a busy process --------------------
+
+BUSY = 'n4'
+
+
+class busy_beside:
+    '''A busy process beside every cpu-test that `node` runs, on the same cores: while one
+    of the node's cpu-test processes lives (found in /proc by its name and its
+    SLURMD_NODENAME), one spinning process per CPU of this machine runs with it, as a
+    runaway process or a co-scheduled job on a real node would. The other nodes' runs
+    (their own turns on this one machine: lib/shared-host.sh) have the cores to
+    themselves.'''
+
+    def __init__(self, node):
+        self.mark = f'SLURMD_NODENAME={node}'.encode()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.shared = 0                  # cpu-test runs of the node that had company
+
+    def _runs(self):
+        found = []
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                if Path(f'/proc/{pid}/comm').read_text().strip() != 'cpu-test':
+                    continue
+                if self.mark in Path(f'/proc/{pid}/environ').read_bytes().split(b'\0'):
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def _watch(self):
+        spinners = []
+        while not self.stop.is_set():
+            runs = self._runs()
+            if runs and not spinners:
+                self.shared += 1
+                spinners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+                            for _ in os.sched_getaffinity(0)]
+            elif not runs and spinners:
+                for p in spinners:
+                    p.kill()
+                    p.wait()
+                spinners = []
+            time.sleep(0.01)
+        for p in spinners:
+            p.kill()
+            p.wait()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=30)
+
+
+def test_a_node_whose_cores_are_shared_with_a_busy_process_is_named_by_cpu_test(
+        tmp_path, fleet):
+    site = os.path.join(ROOT, 'site-configs', 'local-slurm')
+    with busy_beside(BUSY) as busy:
+        jobid, _, out, verdict, log = sweep(tmp_path, fleet, site, seconds=1, tests='cpu-test')
+    assert busy.shared >= 1, ('no cpu-test of the node was seen running', log)
+    assert [b['node'] for b in verdict['bad_nodes']] == [BUSY], (verdict['bad_nodes'], log)
+    why = verdict['bad_nodes'][0]['why']
+    # cpu-test's own figures are the evidence: the node's rate against its peers' median
+    assert re.search(r'cpu-test node_gflops = [\d.]+ GFLOP/s, peers\' median [\d.]+, -\d', why), why
+    assert listed(out / 'report') == [BUSY]
+    # each node's document names every core it computed on, verified
+    for i in range(1, NODES + 1):
+        doc = json.loads((out / f'n{i}' / f'cpu-test-{jobid}.json').read_text())
+        assert doc['metrics']['verification_errors']['value'] == 0, doc['metrics']
+        assert len(doc['cores']) == len(os.sched_getaffinity(0)), doc['cores']

@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,8 @@ def test_install_is_a_make_install_tree(spack_site, repo_root):
     version = (repo_root / "VERSION").read_text().strip()
     share = prefix / "share" / "cobalt-bench"
     assert (prefix / "bin" / "mem-test").is_file()
+    assert (prefix / "bin" / "cpu-test").is_file()
+    assert (share / "jobs" / "cpu-test.slurm").is_file()
     assert (prefix / "modulefiles" / "cobalt-bench" / f"{version}.lua").is_file()
     assert (share / "jobs" / "mem-test.slurm").is_file()
     assert (share / "reframe_checks" / "memory.py").is_file()
@@ -78,13 +81,15 @@ def test_install_is_a_make_install_tree(spack_site, repo_root):
 def test_spack_test_run_runs_each_kernel_short(spack_site):
     """`spack test run cobalt-bench`: each kernel's --version and its short run, whose typed
     options (SHORT_RUNS) the installed `cobalt-bench options` turned into its command line."""
-    run = spack_site.spack("test", "run", "--alias", "cb-short", "cobalt-bench", timeout=900,
+    alias = f"cb-short-{os.getpid()}-{int(time.time())}"    # a suite's alias is kept
+    run = spack_site.spack("test", "run", "--alias", alias, "cobalt-bench", timeout=900,
                            check=False)
-    results = spack_site.spack("test", "results", "-l", "cb-short", check=False)
+    results = spack_site.spack("test", "results", "-l", alias, check=False)
+    spack_site.spack("test", "remove", "-y", alias, check=False)
     text = run.stdout + run.stderr + results.stdout + results.stderr
     assert run.returncode == 0, text[-6000:]
-    for part in ("test_short_run_mem_test", "test_short_run_cb_linktest", "test_eth_loopback",
-                 "test_version_mem_test"):
+    for part in ("test_short_run_mem_test", "test_short_run_cpu_test",
+                 "test_short_run_cb_linktest", "test_eth_loopback", "test_version_mem_test"):
         assert any(part in line and "PASSED" in line for line in text.splitlines()), \
             (part, text[-6000:])
     # the short run's options as `cobalt-bench options` wrote them

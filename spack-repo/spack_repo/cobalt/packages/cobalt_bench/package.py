@@ -47,6 +47,7 @@ OPTIONAL_KERNELS = {
 # writes the command line (CobaltBench._short_run_args).
 SHORT_RUNS = {
     "mem-test": (None, {"stations": 1, "desired_rate": 1, "duration": 1}),
+    "cpu-test": (None, {"duration": 1}),
     "cb-linktest": ("mpi", {"num_warmup_messages": 1, "num_messages": 4,
                             "size_messages": 4096, "check_buffers": True,
                             "no_output": True, "quiet": True}),
@@ -57,8 +58,9 @@ SHORT_RUNS = {
 
 class CobaltBench(MakefilePackage, CudaPackage):
     """HPC acceptance benchmarks: DRAM traffic of a streaming application (mem-test),
-    PCIe bandwidth to GPUs, Ethernet line rate, MPI link test, InfiniBand MAD stress,
-    with Slurm jobs, ReFrame checks and per-site references."""
+    each core's compute rate (cpu-test), PCIe bandwidth to GPUs, Ethernet line rate, MPI
+    link test, InfiniBand MAD stress, with Slurm jobs, ReFrame checks and per-site
+    references."""
 
     # Releases are the tarballs `make dist` makes: cobalt-bench-X.Y.Z.tar.gz of one commit,
     # unpacking to cobalt-bench-X.Y.Z/, the same bytes for the same commit (git archive,
