@@ -313,8 +313,12 @@ def _compared(case, check):
     judged = [m for m in case.metrics if m.judged]
     if judged:
         return judged
-    if check in kernels.BY_PEERS:       # what it measures of the node, not diagnostics
-        return [m for m in case.metrics if m.name in kernels.BY_PEERS[check]]
+    # what it measures of the node, not diagnostics; a job document's check is its
+    # kernel's name (cpu-test), a ReFrame case's its class (CpuTest)
+    peers = kernels.BY_PEERS.get(check) or kernels.BY_PEERS.get(
+        next(filter(None, map(kernels.check_of_document, case.docs)), None))
+    if peers:
+        return [m for m in case.metrics if m.name in peers]
     kernel = next(filter(None, map(kernels.of_document, case.docs)), None) or \
         kernels.of_check(check)
     return [m for m in case.metrics if m.name in kernel.metrics] if kernel else case.metrics

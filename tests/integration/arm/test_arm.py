@@ -145,6 +145,28 @@ def test_sbatch_arm_mem_test_runs_on_aarch64(aarch64_build, slurm_cluster, tmp_p
     assert doc['metrics']['verification_errors']['value'] == 0
 
 
+def test_sbatch_arm_cpu_test_runs_neon_on_aarch64(aarch64_build, slurm_cluster, tmp_path):
+    '''`sbatch -p arm jobs/cpu-test.slurm`: the aarch64 node a1 runs the aarch64 cpu-test,
+    whose FMA streams are NEON's, verified.'''
+    if not slurm_cluster.has_arm_node():
+        pytest.skip('the running cluster has no aarch64 node (started before the arm64 '
+                    'root was built: site-configs/local-slurm/cluster restart)')
+    job = slurm_cluster.sbatch(tmp_path, '-p', 'arm', '-t', '10',
+                               f'--export=ALL,CPU_TEST_OPTS=--duration 1,'
+                               f'COBALT_BENCH_RESULTS={tmp_path}',
+                               REPO_ROOT / 'jobs' / 'cpu-test.slurm')
+    rec = slurm_cluster.wait_for_job(job, timeout=600)
+    log = slurm_cluster.job_output(tmp_path, job)
+    assert rec['Partition'] == 'arm' and rec['NodeList'] == 'a1', rec
+    assert rec['State'] in ('COMPLETED', 'FAILED'), (rec, log)
+    doc = json.loads((tmp_path / 'slurm' / f'cpu-test-{job}.json').read_text())
+    assert doc['config']['arch'] == 'aarch64' and doc['config']['isa'] == 'neon', log
+    assert doc['config']['requested_duration_s'] == 1, log
+    assert str(aarch64_build / 'cpu-test') in log
+    assert doc['metrics']['verification_errors']['value'] == 0
+    assert doc['metrics']['verified_blocks']['value'] > 0
+
+
 def test_arm_jobs_carry_the_arm_limits(arm64, slurm_cluster, tmp_path):
     '''Jobs on the aarch64 node set the ARM cluster's `ulimit -l/-s unlimited`
     (jobs/lib/cobalt-job.sh), as the ReFrame site configs' arm partitions do; x86 jobs do not.

@@ -8,6 +8,7 @@ import os
 
 from plugins.checkout import ROOT
 
+from cobalt_bench.kernels import KERNELS
 from cobalt_bench.report import compute_plots
 from cobalt_bench.report import model as cb_report
 from cobalt_bench.report import plots as cb_plots
@@ -79,3 +80,6 @@ def test_a_node_with_half_the_rate_of_its_peers_is_named_by_them(tmp_path):
     model = cb_report.build(sweep(tmp_path, nodes), site='local')
     bad = {v.node for d in model.judgement.fleet.distributions for v in d.values if v.flagged}
     assert bad == {'n8'}, bad
+    # by the metrics the descriptor names for its peers, not every metric it declares
+    compared = {d.metric for d in model.judgement.fleet.distributions}
+    assert 'node_gflops' in compared and compared <= set(KERNELS['cpu-test'].peers), compared
