@@ -126,20 +126,26 @@ def test_module_picks_the_nodes_architecture(aarch64_build):
         assert host.stdout.strip().splitlines()[-1] != str(aarch64_build / 'mem-test')
 
 
-def test_sbatch_arm_mem_test_runs_on_aarch64(aarch64_build, slurm_cluster, tmp_path):
-    '''`sbatch -p arm jobs/mem-test.slurm`: run by the aarch64 node a1, its JSON says so.'''
+def arm_kernel_job(slurm_cluster, tmp_path, kernel, opts):
+    '''`sbatch -p arm jobs/KERNEL.slurm` with KERNEL_OPTS=`opts`: (its JSON document, the
+    job's log), after checking that the aarch64 node a1 ran it to its end.'''
     if not slurm_cluster.has_arm_node():
         pytest.skip('the running cluster has no aarch64 node (started before the arm64 '
                     'root was built: site-configs/local-slurm/cluster restart)')
-    env_opts = ' '.join(SMALL)
+    variable = kernel.upper().replace('-', '_') + '_OPTS'
     job = slurm_cluster.sbatch(tmp_path, '-p', 'arm', '-t', '10',
-                 f'--export=ALL,MEM_TEST_OPTS={env_opts},COBALT_BENCH_RESULTS={tmp_path}',
-                 REPO_ROOT / 'jobs' / 'mem-test.slurm')
+                               f'--export=ALL,{variable}={opts},COBALT_BENCH_RESULTS={tmp_path}',
+                               REPO_ROOT / 'jobs' / f'{kernel}.slurm')
     rec = slurm_cluster.wait_for_job(job, timeout=600)
     log = slurm_cluster.job_output(tmp_path, job)
     assert rec['Partition'] == 'arm' and rec['NodeList'] == 'a1', rec
     assert rec['State'] in ('COMPLETED', 'FAILED'), (rec, log)
-    doc = json.loads((tmp_path / 'slurm' / f'mem-test-{job}.json').read_text())
+    return json.loads((tmp_path / 'slurm' / f'{kernel}-{job}.json').read_text()), log
+
+
+def test_sbatch_arm_mem_test_runs_on_aarch64(aarch64_build, slurm_cluster, tmp_path):
+    '''`sbatch -p arm jobs/mem-test.slurm`: run by the aarch64 node a1, its JSON says so.'''
+    doc, log = arm_kernel_job(slurm_cluster, tmp_path, 'mem-test', ' '.join(SMALL))
     assert doc['config']['arch'] == 'aarch64', log
     assert str(aarch64_build / 'mem-test') in log
     assert doc['metrics']['verification_errors']['value'] == 0
@@ -148,18 +154,7 @@ def test_sbatch_arm_mem_test_runs_on_aarch64(aarch64_build, slurm_cluster, tmp_p
 def test_sbatch_arm_cpu_test_runs_neon_on_aarch64(aarch64_build, slurm_cluster, tmp_path):
     '''`sbatch -p arm jobs/cpu-test.slurm`: the aarch64 node a1 runs the aarch64 cpu-test,
     whose FMA streams are NEON's, verified.'''
-    if not slurm_cluster.has_arm_node():
-        pytest.skip('the running cluster has no aarch64 node (started before the arm64 '
-                    'root was built: site-configs/local-slurm/cluster restart)')
-    job = slurm_cluster.sbatch(tmp_path, '-p', 'arm', '-t', '10',
-                               f'--export=ALL,CPU_TEST_OPTS=--duration 1,'
-                               f'COBALT_BENCH_RESULTS={tmp_path}',
-                               REPO_ROOT / 'jobs' / 'cpu-test.slurm')
-    rec = slurm_cluster.wait_for_job(job, timeout=600)
-    log = slurm_cluster.job_output(tmp_path, job)
-    assert rec['Partition'] == 'arm' and rec['NodeList'] == 'a1', rec
-    assert rec['State'] in ('COMPLETED', 'FAILED'), (rec, log)
-    doc = json.loads((tmp_path / 'slurm' / f'cpu-test-{job}.json').read_text())
+    doc, log = arm_kernel_job(slurm_cluster, tmp_path, 'cpu-test', '--duration 1')
     assert doc['config']['arch'] == 'aarch64' and doc['config']['isa'] == 'neon', log
     assert doc['config']['requested_duration_s'] == 1, log
     assert str(aarch64_build / 'cpu-test') in log
