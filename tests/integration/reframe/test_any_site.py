@@ -61,11 +61,13 @@ def test_design_card_commands_on_a_cluster_node_with_no_configuration(slurm_clus
                          out, re.M), f'{check} did not run and pass:\n{out}'
         assert re.search(rf'WARNING: {check} on generic:default: unjudged: no reference for '
                          'generic:default', out), f'{check} is not named unjudged:\n{out}'
-    # MemCapacity too: no reference, and none needed (its peers judge it in the report).
-    assert re.search(r'^\[ +OK \] \(\d+/\d+\) MemCapacity /\w+ @generic:default\+builtin',
-                     out, re.M), out
-    assert 'MemCapacity on generic:default: unjudged' not in out, out
-    assert re.search(r'\[  PASSED  \] Ran 4/4 test case\(s\) .*0 failure\(s\).* 0 skipped',
+    # MemCapacity and CpuTest too: no reference, and none needed (their peers judge them
+    # in the report).
+    for check in ('MemCapacity', 'CpuTest'):
+        assert re.search(rf'^\[ +OK \] \(\d+/\d+\) {check} /\w+ @generic:default\+builtin',
+                         out, re.M), out
+        assert f'{check} on generic:default: unjudged' not in out, out
+    assert re.search(r'\[  PASSED  \] Ran 5/5 test case\(s\) .*0 failure\(s\).* 0 skipped',
                      out), out
     assert (work / 'output' / 'generic' / 'default' / 'builtin' / 'MemTest' /
             'mem-test.json').is_file()
