@@ -7,10 +7,7 @@
 # unverified: exit status other than 0 and 1) or left no readable document is kept
 # instead: a failure is never dropped for a median.
 # The median is that of the metric CB_CAPACITY_METRIC (default: mem-test's measured_speed;
-# cpu-test: node_gflops). With CB_CAPACITY_KEEP=best the fastest run is kept instead: where
-# several nodes are one machine (lib/shared-host.sh), what else runs on it slows some of
-# a node's turns, never speeds one up (CI saw three of five rounds of two clean nodes 30 %
-# down, their median naming them); a node really slower is slower in every run.
+# cpu-test: node_gflops).
 #   cb_capacity_rounds JSON LOG PROGRAM [OPTIONS...]; rc=$?     (a node on its own machine)
 #   cb_capacity_keep JSON LOG "RC PATH"...; rc=$?               (the runs made: keep one)
 
@@ -23,7 +20,7 @@ cb_capacity_keep() {
 import json, sys
 runs = [line.split(" ", 1) for line in sys.stdin.read().splitlines()]
 failed = [(rc, path) for rc, path in runs if rc not in ("0", "1")]
-if failed:                                  # a failure is kept, never a median or best
+if failed:                                  # a failure is kept, never a median
     print(*failed[0]); sys.exit()
 speeds = []
 for rc, path in runs:
@@ -33,10 +30,9 @@ for rc, path in runs:
     except (OSError, ValueError, KeyError, TypeError):
         print(rc, path); sys.exit()          # unreadable: that one, for the judge to name
 speeds.sort()
-print(*speeds[-1 if sys.argv[2] == "best" else len(speeds) // 2][1:])' \
-        "${CB_CAPACITY_METRIC:-measured_speed}" "${CB_CAPACITY_KEEP:-median}")
+print(*speeds[len(speeds) // 2][1:])' "${CB_CAPACITY_METRIC:-measured_speed}")
     rc=${best%% *}
-    echo "capacity: $# runs; kept ${best#* } (exit status $rc)${CB_CAPACITY_KEEP:+, the $CB_CAPACITY_KEEP run}" >> "$log"
+    echo "capacity: $# runs; kept ${best#* } (exit status $rc)" >> "$log"
     [ -e "${best#* }" ] && mv -f "${best#* }" "$json"
     rm -f "$json".round*
     return "${rc:-3}"

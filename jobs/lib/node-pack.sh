@@ -82,7 +82,7 @@ for test in "${plan[@]}"; do
            worse 2; continue ;;
     esac
     cb_job_started "$json" "$test"
-    # The unpaced tests, and the metric by which each keeps one of its runs (capacity.sh).
+    # The unpaced tests, and the metric whose median run each keeps.
     case $test in
         mem-capacity) CB_CAPACITY_METRIC=measured_speed ;;
         cpu-test) CB_CAPACITY_METRIC=node_gflops ;;

@@ -4,11 +4,10 @@
 # NODE_SWEEP_SHARED_HOST). An unpaced test run on all of them at once measures how they
 # share the machine, and one node at a time measures the machine's drift over the minute
 # the turns take. So: every node waits until the others are done with their other tests
-# (or are lost: DOWN in Slurm), the first one done writes the order of turns (.order),
+# (or are lost: DOWN in Slurm), the first one done writes the order of turns (DIR/.order),
 # and they take turns in that order, CB_TURN_ROUNDS rounds (default 5); each node keeps
-# its fastest run (lib/capacity.sh, CB_CAPACITY_KEEP=best: what else runs on the one
-# machine only slows a turn; a failed run is kept instead), and the judgements wait until
-# every turn is done. Five rounds, not the three
+# its median run as on a machine of its own (lib/capacity.sh: a failed run is kept
+# instead), and the judgements wait until every turn is done. Five rounds, not the three
 # of a machine of its own: what else runs on the one machine slows a stretch of
 # consecutive turns (CI saw two of one node's three rounds 20 % down, and named it), and
 # five rounds spread each node's runs over minutes. A node that arrives late runs after
@@ -104,5 +103,5 @@ cb_capacity_in_turns() {
     done
     _cb_wait_turn "$turns" $((CB_TURN_ROUNDS * n)) || true
     echo "shared host: $CB_TURN_ROUNDS rounds in turns" >> "$log"
-    CB_CAPACITY_KEEP=best cb_capacity_keep "$json" "$log" "${runs[@]}"
+    cb_capacity_keep "$json" "$log" "${runs[@]}"
 }
