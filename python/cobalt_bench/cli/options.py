@@ -47,11 +47,11 @@ def command(kernel, words, from_env, environ=None):
         given[name.replace('-', '_')] = word
     try:
         args = described.text_option_args(kernel, texts)
+    except described.OptionError as err:
+        raise UsageError(f'{given[err.key]}: {err.problem}' if err.key in given
+                         else str(err)) from None
     except ValueError as err:
-        text = str(err)
-        key = next((k for k in given if text.startswith(f'[{k!r}]: ')), None)
-        raise UsageError(f'{given[key]}: {text[len(repr(key)) + 4:]}' if key else text) \
-            from None
+        raise UsageError(str(err)) from None
     for arg in args:
         sys.stdout.write(arg + '\n')
     return 0

@@ -59,6 +59,15 @@ def units_of(program, names):
 
 # ---- typed options: a site's {option: value} as the kernel's command line ----------------
 
+class OptionError(ValueError):
+    '''A known option whose value its kernel cannot take: `key` as the options gave it,
+    `problem` why (the message: [key]: problem).'''
+
+    def __init__(self, key, problem):
+        super().__init__(f'[{key!r}]: {problem}')
+        self.key, self.problem = key, problem
+
+
 _TYPES = {
     'flag': (bool,), 'int': (int,), 'long': (int,), 'u64': (int,), 'double': (int, float),
     'size': (int, str), 'duration': (int, float, str), 'string': (str,), 'custom': (str,),
@@ -107,7 +116,7 @@ def option_args(program, options):
                              f'{", ".join(sorted(known))}')
         problem = _option_problem(program, opt, value)
         if problem:
-            raise ValueError(f'[{key!r}]: {problem}')
+            raise OptionError(key, problem)
         if opt['type'] == 'flag':
             words += [f'--{opt["name"]}'] if value else []
         elif isinstance(value, list):
@@ -175,10 +184,10 @@ def text_option_args(program, texts):
     typed = {}
     for key, text in texts.items():
         if '\n' in text or '\0' in text:
-            raise ValueError(f'[{key!r}]: a value of {program} takes one line, not {text!r}')
+            raise OptionError(key, f'a value of {program} takes one line, not {text!r}')
         opt = known.get(key)
         try:
             typed[key] = _typed(program, opt, text) if opt else text
         except ValueError as err:
-            raise ValueError(f'[{key!r}]: {err}') from None
+            raise OptionError(key, str(err)) from None
     return option_args(program, typed)

@@ -13,8 +13,8 @@ when report.model imports this module.
 
 import statistics
 
-from .plots import (MAX_PLOTS, MAX_SERIES, Plot, _case_label, _left_out, _png, _pyplot,
-                    _slug, plotter)
+from .plots import (MAX_PLOTS, MAX_SERIES, Plot, _case_label, _left_out, _num_or_none, _png,
+                    _pyplot, _slug, plotter)
 
 #: Past this many cores a node's bars are drawn without a gap (a 288-core node still fits).
 DENSE_BARS = 64
@@ -26,15 +26,11 @@ def _documents(run):
             if doc.get('test') == 'cpu-test']
 
 
-def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _cores(doc):
     '''[(cpu, GFLOP/s)] of a document's cores, those with a number.'''
     out = []
     for core in doc.get('cores') or []:
-        if isinstance(core, dict) and _number(core.get('gflops')):
+        if isinstance(core, dict) and _num_or_none(core.get('gflops')) is not None:
             out.append((core.get('cpu', '?'), float(core['gflops'])))
     return out
 
@@ -85,7 +81,8 @@ def cpu_test_cores(run):
 def _curve(doc):
     '''[(end s, node GFLOP/s)] of a document's intervals.'''
     return [(float(i['end_s']), float(i['node_gflops'])) for i in doc.get('intervals') or []
-            if isinstance(i, dict) and _number(i.get('end_s')) and _number(i.get('node_gflops'))]
+            if isinstance(i, dict) and _num_or_none(i.get('end_s')) is not None
+            and _num_or_none(i.get('node_gflops')) is not None]
 
 
 @plotter
