@@ -314,13 +314,12 @@ def _compared(case, check):
     if judged:
         return judged
     # what it measures of the node, not diagnostics; a job document's check is its
-    # kernel's name (cpu-test), a ReFrame case's its class (CpuTest)
-    peers = kernels.BY_PEERS.get(check) or kernels.BY_PEERS.get(
-        next(filter(None, map(kernels.check_of_document, case.docs)), None))
+    # kernel's name (cpu-test), whose descriptor names them
+    kernel = next(filter(None, map(kernels.of_document, case.docs)), None)
+    peers = kernels.BY_PEERS.get(check) or (kernel.peers if kernel else ())
     if peers:
         return [m for m in case.metrics if m.name in peers]
-    kernel = next(filter(None, map(kernels.of_document, case.docs)), None) or \
-        kernels.of_check(check)
+    kernel = kernel or kernels.of_check(check)
     return [m for m in case.metrics if m.name in kernel.metrics] if kernel else case.metrics
 
 
