@@ -11,7 +11,7 @@ from ..report import fleet as nodes
 from ..report.model import build, damaged_files
 from ..report.write import write_report
 from ..site.bounds import Bounds
-from ..store import documents, reader, runs
+from ..store import bulk, documents, reader, runs
 from ..store.model import KIND_REFRAME
 from ..store.result import RunState
 from .terminal import say, say_lines
@@ -51,9 +51,10 @@ def _say_damaged(run, name=''):
 def command(spec, output, formats, preflight_file, base, site=None):
     '''Exit status: the verdict's (judging.verdict.Verdict.exit_code).'''
     path = runs.resolve_run(spec, base)
-    run = reader.load_run(path)
-    model = build(run, preflight_file, site=site)
-    written = write_report(model, _report_dir(path, run, output), formats)
+    with bulk.paused_gc():
+        run = reader.load_run(path)
+        model = build(run, preflight_file, site=site)
+        written = write_report(model, _report_dir(path, run, output), formats)
     _say_damaged(run)
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement

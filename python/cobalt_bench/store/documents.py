@@ -86,8 +86,10 @@ def read_json(path, finite=True):
     with finite=False: its entries are checked one by one, so that one bad number damages
     its check and not the run.'''
     try:
-        with open(path, encoding='utf-8') as fp:
-            text = fp.read()
+        # Bytes decoded at once: a text stream's incremental decoder costs a fifth of a
+        # small document's parse.
+        with open(path, 'rb') as fp:
+            text = fp.read().decode('utf-8')
     except UnicodeDecodeError as err:
         raise Damaged(path, f'not UTF-8 text ({err.reason} at byte {err.start})')
     except OSError as err:

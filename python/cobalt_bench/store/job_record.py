@@ -5,12 +5,13 @@ and the judgement. Every job script hands every exit status to `cobalt-bench jud
 leaves this record: its case is read from it (a failure of its node, named), never lost.
 '''
 
+import functools
 import os
 import re
 
 from .. import kernels
 from ..tools import slurm
-from . import confine, documents
+from . import bulk, confine, documents
 from .exit_status import ExitStatus
 from .model import KIND_JOBS, Case
 from .result import Result
@@ -181,6 +182,21 @@ def slurm_accounting(cases):
             c.memory_overrun = (account.max_rss_bytes, account.requested_bytes)
 
 
+def _judgement_of(doc_path, root):
+    '''({site_dir, partition, command}: those of them that are strings, ExitStatus or None)
+    that the record beside the job document `doc_path` keeps, or None where there is no
+    readable record, or it leaves the run `root` (store.confine). Run in a worker
+    (store.bulk): a sweep has as many records as documents.'''
+    path = judged_path(doc_path)
+    if confine.file_problem(path, root):
+        return None
+    rec = read_record(path)
+    if rec is None:
+        return None
+    return ({k: rec[k] for k in ('site_dir', 'partition', 'command')
+             if isinstance(rec.get(k), str)}, record_status(rec))
+
+
 def with_job_judgements(run):
     '''(run, sites) for job documents: the run, its cases given what each job's `cobalt-bench
     judge` recorded beside its document (the partition, the command line, the exit status),
@@ -192,22 +208,21 @@ def with_job_judgements(run):
         return run, []
     sites = set()
     root = confine.run_root(run.path)
-    for case in run.cases:
-        for path in case.doc_paths:
-            if confine.file_problem(judged_path(path), root):
-                continue
-            rec = read_record(judged_path(path))
-            if rec is None:
-                continue
-            if isinstance(rec.get('site_dir'), str):
-                sites.add(rec['site_dir'])
-            if isinstance(rec.get('partition'), str):
-                case.judged_partition = rec['partition']
-            if isinstance(rec.get('command'), str):
-                case.command = rec['command']
-            status = record_status(rec)
-            if status is not None:
-                case.exit_status = status
+    owners = [(case, path) for case in run.cases for path in case.doc_paths]
+    judgements = bulk.map_items(functools.partial(_judgement_of, root=root),
+                                [path for _, path in owners])
+    for (case, _), found in zip(owners, judgements):
+        if found is None:
+            continue
+        fields, status = found
+        if 'site_dir' in fields:
+            sites.add(fields['site_dir'])
+        if 'partition' in fields:
+            case.judged_partition = fields['partition']
+        if 'command' in fields:
+            case.command = fields['command']
+        if status is not None:
+            case.exit_status = status
     for path in run.sources:    # the records of jobs that left no document
         rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
         if rec is not None and isinstance(rec.get('site_dir'), str):

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from .. import kernels
 from ..errors import CannotRun
-from . import confine, inventory, perflog, sweep
+from . import bulk, confine, inventory, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
 from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
@@ -287,6 +287,27 @@ def _case_from_doc(doc, path):
 
 
 
+def _job_file(path):
+    '''(what, value) of one JSON file of a directory of job documents: (dict, document),
+    (Damage, why it cannot be used), (inventory.Inventory, a node's inventory), or (None,
+    None) for somebody else's JSON. Run in a worker (store.bulk): a sweep has 100,000.'''
+    try:
+        doc = read_json(path)
+    except Damaged as err:
+        return Damage, err.damage
+    if inventory.is_inventory(doc):
+        try:
+            return inventory.Inventory, inventory.parse(doc, path)
+        except Damaged as err:
+            return Damage, err.damage
+    if not looks_like_kernel_doc(doc):
+        return None, None
+    problems = kernel_doc_problems(doc)
+    if problems:
+        return Damage, Damage(path, '; '.join(problems[:3]))
+    return dict, doc
+
+
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')
 
 
@@ -384,7 +405,7 @@ def load_run(path):
             perflog.read_run(run, _collect_docs, _mark_damaged)
         return _finished(run)
 
-    docs, damaged, marks, records, inventories = [], [], [], [], []
+    docs, damaged, marks, records, inventories, parsed = [], [], [], [], [], []
     for p, refused in confine.run_files(path):
         name = os.path.basename(p)
         if name.endswith(STARTED) and not refused:
@@ -396,25 +417,15 @@ def load_run(path):
         if name.endswith('.json'):
             if refused:
                 damaged.append(Damage(p, refused))
-                continue
-            try:
-                doc = read_json(p)
-            except Damaged as err:
-                damaged.append(err.damage)
-                continue
-            if inventory.is_inventory(doc):
-                try:
-                    inventories.append(inventory.parse(doc, p))
-                except Damaged as err:
-                    damaged.append(err.damage)
-                continue
-            if not looks_like_kernel_doc(doc):
-                continue
-            problems = kernel_doc_problems(doc)
-            if problems:
-                damaged.append(Damage(p, '; '.join(problems[:3])))
             else:
-                docs.append((p, doc))
+                parsed.append(p)
+    for p, (kind, value) in zip(parsed, bulk.map_items(_job_file, parsed)):
+        if kind is Damage:
+            damaged.append(value)
+        elif kind is inventory.Inventory:
+            inventories.append(value)
+        elif kind is dict:
+            docs.append((p, value))
     if not docs and not damaged and not marks and not records and not inventories:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
