@@ -54,7 +54,7 @@ def command(spec, output, formats, preflight_file, base, site=None):
     with bulk.paused_gc():
         run = reader.load_run(path)
         model = build(run, preflight_file, site=site)
-        written = write_report(model, _report_dir(path, run, output), formats)
+    written = write_report(model, _report_dir(path, run, output), formats)
     _say_damaged(run)
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement

@@ -45,6 +45,8 @@ def paused_gc():
     try:
         yield
     finally:
+        # What the block made is kept out of later collections (it lives to the end).
+        gc.freeze()
         if enabled:
             gc.enable()
 
