@@ -76,15 +76,19 @@ def test_a_bug_in_a_worker_is_raised_not_hidden(parallel):
         list(bulk.map_items(_fails_at_9, range(MANY)))
 
 
-def test_the_gc_is_paused_in_the_block_and_restored_after():
+def test_the_gc_is_paused_in_the_block_and_what_it_made_is_frozen_after():
     assert gc.isenabled()
-    with bulk.paused_gc():
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    with pytest.raises(KeyError):
+    try:
         with bulk.paused_gc():
-            raise KeyError
-    assert gc.isenabled()
+            assert not gc.isenabled()
+            made = [[] for _ in range(1000)]
+        assert gc.isenabled() and gc.get_freeze_count() >= len(made)
+        with pytest.raises(KeyError):
+            with bulk.paused_gc():
+                raise KeyError
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()       # the rest of the tests collect as before
 
 
 def _job_dir(where, n):
