@@ -24,6 +24,9 @@ from concurrent.futures.process import BrokenProcessPool
 
 #: Fewer files than this are read here: starting workers costs more than they save.
 MIN_PARALLEL = 2000
+#: Workers at most: past about three the command itself, which makes the run's objects of
+#: what they parsed, is what the others wait for; and a login node is shared.
+MAX_WORKERS = 4
 #: Files per task: enough that a task's round trip is small beside its work, few enough
 #: that the workers finish together.
 CHUNK = 500
@@ -56,7 +59,7 @@ def map_items(func, items, workers=None):
     processes where there are many items and more than one usable CPU, so that the caller
     works on the first results while the workers make the next.'''
     items = list(items)
-    workers = usable_cpus() if workers is None else workers
+    workers = min(usable_cpus(), MAX_WORKERS) if workers is None else workers
     if workers < 2 or len(items) < MIN_PARALLEL or \
             'fork' not in multiprocessing.get_all_start_methods():
         yield from map(func, items)
