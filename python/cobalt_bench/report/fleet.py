@@ -245,6 +245,7 @@ def fleet_plots(fleet):
 
 def _plot(dist, n):
     plt = _pyplot()
+    import numpy as np      # matplotlib's own: loaded with it, only when a plot is drawn
     title = short(f'{dist.check} {dist.metric} over {dist.nodes} nodes, {dist.partition}',
                   3 * MAX_NAME)
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
@@ -265,10 +266,12 @@ def _plot(dist, n):
         axis_line = ax.axhline
         ax.set_ylabel(short(dist.unit or dist.metric, 16))
     else:
-        ax.hist([v.value for v in dist.values], bins=60, color='#1f77b4')
-        for i, v in enumerate(bad):
-            ax.axvline(v.value, ymax=0.06, color='#d62728', lw=1,
-                       label='outlier or failed' if i == 0 else None)
+        # An array, not a list: matplotlib checks a list's 10,000 values one by one.
+        ax.hist(np.asarray([v.value for v in dist.values], dtype=float), bins=60,
+                color='#1f77b4')
+        if bad:     # one artist for all the ticks (a line each: 0.5 s for 900 of them)
+            ax.vlines([v.value for v in bad], 0, 0.06, transform=ax.get_xaxis_transform(),
+                      colors='#d62728', lw=1, label='outlier or failed')
         ax.set_xlabel(short(dist.unit or dist.metric, 16))
         ax.set_ylabel('nodes')
         axis_line = ax.axvline
