@@ -64,6 +64,8 @@ def preflight_outcome(case, by_host):
     required_settings_by_host of the verdict.'''
     hosts = {d.get('host') for d in case.docs if isinstance(d, dict)
              and d.get('test') == 'preflight'}
+    if not hosts:       # not a preflight case: 9 of a sweep's 10 (asked 100,000 times)
+        return None
     mine = [i for h in sorted(hosts, key=str) for i in by_host.get(h, ())]
     failed = [i.setting for i in mine if i.status is vd.FAILED]
     missing = [i.setting for i in mine if i.status is vd.MISSING]
