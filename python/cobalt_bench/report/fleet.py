@@ -107,24 +107,25 @@ def deviation_text(v):
 def node_tables(model):
     '''[(partition, rows, left out)]: the node table of each partition, worst first.'''
     fleet, flaky = fleet_of(model), flaky_of(model)
-    by_part = {}
-    for dist in fleet.distributions:
+    by_part = {}        # partition: ([(dist, value) shown whatever], [(dist, value) others])
+    for dist in (d for d in fleet.distributions if d.values):
+        always, rest = by_part.setdefault(dist.partition, ([], []))
         for v in dist.values:
-            by_part.setdefault(dist.partition, []).append((dist, v))
+            (always if v.failed or v.flagged or v.node in flaky else rest).append((dist, v))
     out = []
 
     def worst_first(dv):
         return (not dv[1].failed, not dv[1].flagged, dv[1].node not in flaky,
                 -dv[1].score, dv[1].node, dv[0].check, dv[0].metric)
-
-    def always(v):
-        return v.failed or v.flagged or v.node in flaky
-    for part, pairs in by_part.items():
-        shown = sorted((p for p in pairs if always(p[1])), key=worst_first)
-        rest = [p for p in pairs if not always(p[1])]
-        # The first MAX_ROWS of the others only (as sorted() would give them): a sweep of
+    for part, (always, rest) in by_part.items():
+        # The first MAX_ROWS of the others as sorted() gives them (highest score first),
+        # sorted from those at or above the MAX_ROWS-th highest score only: a sweep of
         # 10,000 nodes has 380,000 values within their peers.
-        shown += heapq.nsmallest(MAX_ROWS, rest, key=worst_first)
+        top = rest
+        if len(rest) > MAX_ROWS:
+            cut = heapq.nlargest(MAX_ROWS, [v.score for _, v in rest])[-1]
+            top = [dv for dv in rest if dv[1].score >= cut]
+        shown = sorted(always, key=worst_first) + sorted(top, key=worst_first)[:MAX_ROWS]
         rows = [[f'{v.node} {flaky[v.node].mark()}' if v.node in flaky else v.node,
                  d.check, d.metric, f'{fmt(v.value)} {d.unit}'.rstrip(),
                  fmt(d.median), deviation_text(v), flag_text(d, v),
