@@ -10,15 +10,14 @@ from .. import __version__
 from .. import preflight as pf
 from ..store import documents
 from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
-                    class_rows, left_out_text, node_table_intro, node_tables,
-                    shared_finding_lines)
+                    class_rows, left_out_text, node_table_intro, shared_finding_lines)
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, damage_rows, finding_rows, first_screen,
-                   is_preflight, judged_by, link_target, preflight_left_out_text,
-                   recorded_rows, shown_case_rows, shown_judged_rows, shown_preflight,
-                   shown_reproduce_rows, shown_sources, summary_lines)
+                   is_preflight, judged_by, link_target, preflight_left_out_text, reasons,
+                   recorded_rows, shown_case_rows, shown_judged_rows, shown_node_tables,
+                   shown_preflight, shown_reproduce_rows, shown_sources, summary_lines)
 
 
 CSS = '''
@@ -72,7 +71,7 @@ def _html_table(header, rows, status_col=None, num_cols=()):
 
 def _nodes(model):
     '''The node table of each partition (judging.fleet), worst first.'''
-    tables = node_tables(model)
+    tables = shown_node_tables(model)
     if not tables:
         return []
     out = ['<h2>Nodes against their peers</h2>', f'<p>{_e(node_table_intro(model))}</p>',
@@ -117,7 +116,7 @@ def render_html(model, out_dir=None):
             f'<li><b>{_e(label)}:</b> {_segments(segs)}</li>'
             for label, segs in first_screen(model) if label != 'Verdict') + '</ul>')
         out.append('<p>Why:</p><ol class="reasons">'
-                   + ''.join(f'<li>{_e(r)}</li>' for r in j.reasons) + '</ol>')
+                   + ''.join(f'<li>{_e(r)}</li>' for r in reasons(model)) + '</ol>')
         out.append(f'<p class="small">Judged by {_segments(judged_by(j))}.</p>')
     out.append('<ul>')
     out += [f'<li>{_segments(line)}</li>' for line in summary_lines(model)]

@@ -14,15 +14,14 @@ from .. import __version__
 from .. import preflight as pf
 from ..store import documents
 from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_node_rows,
-                    class_rows, left_out_text, node_table_intro, node_tables,
-                    shared_finding_lines)
+                    class_rows, left_out_text, node_table_intro, shared_finding_lines)
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, finding_rows,
-                   first_screen, is_preflight, judged_by, link_target,
-                   preflight_left_out_text, recorded_rows, shown_case_rows,
-                   shown_judged_rows, shown_preflight, shown_reproduce_rows, shown_sources,
+                   first_screen, is_preflight, judged_by, link_target, preflight_left_out_text,
+                   reasons, recorded_rows, shown_case_rows, shown_judged_rows,
+                   shown_node_tables, shown_preflight, shown_reproduce_rows, shown_sources,
                    summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
@@ -110,7 +109,7 @@ def _failure(e, model):
 
 def _nodes(model):
     '''The node table of each partition (judging.fleet), worst first.'''
-    tables = node_tables(model)
+    tables = shown_node_tables(model)
     if not tables:
         return []
     out = ['', '## Nodes against their peers', '', md_text(node_table_intro(model)), '',
@@ -171,7 +170,7 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
         # One line each (the verdict is above, the bad nodes first), details below.
         out += [f'- **{label}:** {md_segments(segs)}' for label, segs in first_screen(model)
                 if label != 'Verdict'] + ['']
-        out += ['Why:', ''] + [f'1. {t(r, line_start=True)}' for r in j.reasons] + ['']
+        out += ['Why:', ''] + [f'1. {t(r, line_start=True)}' for r in reasons(model)] + ['']
         out += [f'Judged by {md_segments(judged_by(j))}.', '']
     out += [f'- {md_segments(line)}' for line in summary_lines(model)]
     damage = damage_rows(model)

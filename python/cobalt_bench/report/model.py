@@ -142,7 +142,7 @@ def build(run, preflight_file=None, with_plots=True, site=None):
               if c.result.failed or c.result in (Result.ABORT, Result.ERROR)]
 
     failures = []
-    findings = {id(d): pf.findings_of(d) for _, d in pre}     # each document read once
+    findings = {}       # id(document): its findings, each document read once, when asked
     by_host = {}
     for c, d in pre:
         by_host.setdefault(d.get('host'), []).append((c, d))
@@ -150,6 +150,8 @@ def build(run, preflight_file=None, with_plots=True, site=None):
         fams = families(case)
         candidates = []
         for c, doc in _explaining(case, pre, by_host):
+            if id(doc) not in findings:     # a sweep's 10,000 documents: most never asked
+                findings[id(doc)] = pf.findings_of(doc)
             for f in findings[id(doc)]:
                 if f.status in (pf.FAIL, pf.WARN, pf.UNKNOWN) and (
                         not fams or fams & set(f.affects)):

@@ -21,6 +21,7 @@ Present plotters:
                      of the OSU checks; else the table in the job's stdout)
 '''
 
+import heapq
 import io
 import math
 import os
@@ -144,25 +145,25 @@ def _worst_bars(bars):
     def shortfall(b):
         desired, measured = b[1] or 0, b[2] or 0
         return (measured / desired if desired else 1.0, -(b[3] or 0))
-    shown = sorted(bars, key=shortfall)[:MAX_BARS]
+    shown = heapq.nsmallest(MAX_BARS, bars, key=shortfall)     # as sorted()[:MAX_BARS]
     return shown, (f' Shown: the {len(shown)} of {len(bars)} NUMA domains furthest below '
                    'their desired speed (worst first); every domain is in the tables.')
 
 
 @plotter
 def mem_test_domains(run):
-    bars = []   # (label, desired, measured, late %)
+    bars = []   # ((case, NUMA node), desired, measured, late %): labelled once shown
     for case in run.cases:
         for doc in case.docs:
             if doc.get('test') != 'mem-test':
                 continue
             for d in doc.get('domains') or []:
-                bars.append((f'{_case_label(case)}\nNUMA {short(d.get("numa_node", "?"))}',
-                             d.get('desired_speed_gbits'), d.get('measured_speed_gbits'),
-                             d.get('average_late_percent')))
+                bars.append(((case, d.get('numa_node', '?')), d.get('desired_speed_gbits'),
+                             d.get('measured_speed_gbits'), d.get('average_late_percent')))
     if not bars:
         return []
     bars, note = _worst_bars(bars)
+    bars = [(f'{_case_label(case)}\nNUMA {short(numa)}', *rest) for (case, numa), *rest in bars]
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(bars) + 2), 3.8))
     x = range(len(bars))

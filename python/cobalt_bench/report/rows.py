@@ -1,5 +1,6 @@
 '''The report's tables and summary lines, built once for the Markdown and the HTML page.'''
 
+import operator
 import os
 
 from .. import preflight as pf
@@ -7,6 +8,7 @@ from ..judging import fleet as fl
 from ..judging import verdict as vd
 from ..store import confine, documents, reader
 from ..store.result import Result
+from .fleet import node_tables
 from .format import fmt, fmt_bounds
 from .model import damaged_files
 
@@ -63,6 +65,8 @@ def preflight_outcome(case, by_host):
     required_settings_by_host of the verdict.'''
     hosts = {d.get('host') for d in case.docs if isinstance(d, dict)
              and d.get('test') == 'preflight'}
+    if not hosts:       # not a preflight case: 9 of a sweep's 10 (asked 100,000 times)
+        return None
     mine = [i for h in sorted(hosts, key=str) for i in by_host.get(h, ())]
     failed = [i.setting for i in mine if i.status is vd.FAILED]
     missing = [i.setting for i in mine if i.status is vd.MISSING]
@@ -76,18 +80,44 @@ def preflight_outcome(case, by_host):
     return None
 
 
+def shown_node_tables(model):
+    '''fleet.node_tables, made once for the Markdown and the HTML page.'''
+    return _made_once(model, 'node tables', lambda: node_tables(model))
+
+
+def settings_outcomes(model):
+    '''{index of a case in model.cases: preflight_outcome} of the cases that passed but
+    whose hosts' required settings did not: made once per report (the Checks table and the
+    first screen both ask, for each of a sweep's 100,000 cases).'''
+    def make():
+        by_host = required_settings_by_host(model.judgement)
+        if not by_host:
+            return {}
+        out = {}
+        for n, c in enumerate(model.cases):
+            if c.result.passed:
+                outcome = preflight_outcome(c, by_host)
+                if outcome:
+                    out[n] = outcome
+        return out
+    return _made_once(model, 'settings outcomes', make)
+
+
+def _case_result(c, outcome):
+    '''(result word, reason) of a case in the Checks table.'''
+    if outcome:
+        return outcome
+    return c.result.upper(), (c.fail_reason if c.result is not Result.PASS else '')
+
+
+def _case_row(c, result, reason):
+    return [c.check, c.where, ', '.join(c.nodes), result,
+            (f'{c.fail_phase}: ' if c.fail_phase else '') + reason, own_verdict(c)]
+
+
 def case_rows(model):
-    rows = []
-    by_host = required_settings_by_host(model.judgement)
-    for c in model.cases:
-        reason = c.fail_reason if c.result is not Result.PASS else ''
-        result = c.result.upper()
-        by_settings = preflight_outcome(c, by_host) if c.result.passed else None
-        if by_settings:
-            result, reason = by_settings
-        rows.append([c.check, c.where, ', '.join(c.nodes), result,
-                     (f'{c.fail_phase}: ' if c.fail_phase else '') + reason, own_verdict(c)])
-    return rows
+    outcomes = settings_outcomes(model)
+    return [_case_row(c, *_case_result(c, outcomes.get(n))) for n, c in enumerate(model.cases)]
 
 
 #: A report's tables of cases (the checks, their judged measurements, the commands that
@@ -105,16 +135,24 @@ SOURCES_SHOWN_MAX = 50
 
 
 def bounded(pairs, limit):
-    '''[(row, notable)] -> (the rows shown, how many notable ones and how many others are
-    left out): all of them where they fit in `limit`; else the notable ones first.'''
-    if len(pairs) <= limit:
-        return [r for r, _ in pairs], 0, 0
-    notable = [r for r, n in pairs if n]
-    others = [r for r, n in pairs if not n]
-    shown = notable[:limit]
-    shown += others[:limit - len(shown)]
-    left = len(notable) - min(len(notable), limit)
-    return shown, left, len(pairs) - len(shown) - left
+    '''[(row, notable)] (or any iterable of them) -> (the rows shown, how many notable ones
+    and how many others are left out): all of them where they fit in `limit`; else the
+    notable ones first. Holds at most `limit` of each kind: the rows of a sweep's 280,000
+    judged values are made (formatted) only for the few shown.'''
+    notable, others, n_notable, n = [], [], 0, 0
+    for row, flag in pairs:
+        if flag:
+            n_notable += 1
+            if len(notable) < limit:
+                notable.append((n, row))
+        elif len(others) < limit:
+            others.append((n, row))
+        n += 1
+    if n <= limit:      # all of them, in their order
+        return [r for _, r in sorted(notable + others, key=lambda nr: nr[0])], 0, 0
+    shown = [r for _, r in notable] + [r for _, r in others[:limit - len(notable)]]
+    left = n_notable - len(notable)
+    return shown, left, n - len(shown) - left
 
 
 def _left_out(what, notable, others):
@@ -146,10 +184,12 @@ def _made_once(model, key, make):
 def shown_case_rows(model):
     '''(the Checks table's rows, its left-out line).'''
     def make():
-        rows = case_rows(model)
-        shown, notable, others = bounded([(r, r[3] != Result.PASS.upper()) for r in rows],
+        outcomes = settings_outcomes(model)
+        passed = Result.PASS.upper()
+        results = ((c, _case_result(c, outcomes.get(n))) for n, c in enumerate(model.cases))
+        shown, notable, others = bounded((((c, r), r[0] != passed) for c, r in results),
                                          TABLE_ROWS_MAX)
-        return shown, _left_out('cases', notable, others)
+        return [_case_row(c, *r) for c, r in shown], _left_out('cases', notable, others)
     return _made_once(model, 'cases', make)
 
 
@@ -157,7 +197,7 @@ def shown_judged_rows(model):
     '''(the Judged measurements table's rows, its left-out line).'''
     def make():
         shown, notable, others = bounded(
-            [((c, m), m.verdict is not Result.PASS) for c, m in _metrics(model, True)],
+            (((c, m), m.verdict is not Result.PASS) for c, m in _judged_metrics(model)),
             TABLE_ROWS_MAX)
         return [_metric_row(c, m) for c, m in shown], _left_out('judged values', notable,
                                                                  others)
@@ -167,8 +207,10 @@ def shown_judged_rows(model):
 def shown_reproduce_rows(model):
     '''(the Reproducing a verdict table's rows, its left-out line).'''
     def make():
-        shown, notable, others = bounded(reproduce_rows(model, notable=True), TABLE_ROWS_MAX)
-        return shown, _left_out('judged cases', notable, others)
+        shown, notable, others = bounded(((c, c.result is not Result.PASS)
+                                          for c in _reproduced(model)), TABLE_ROWS_MAX)
+        return [_reproduce_row(model, c) for c in shown], _left_out('judged cases', notable,
+                                                                   others)
     return _made_once(model, 'reproduce', make)
 
 
@@ -198,14 +240,22 @@ def _some(texts, limit, width=90):
 
 def first_screen(model):
     '''The report's first lines, one each: the verdict; what ran and passed; what failed
-    (with the node); what was not judged and why; the bad nodes. (label, segments).'''
+    (with the node); what was not judged and why; the bad nodes. (label, segments).
+    Made once for the Markdown and the HTML page.'''
+    return _made_once(model, 'first screen', lambda: _first_screen(model))
+
+
+def _first_screen(model):
     j = model.judgement
     cases = model.cases
     passed = {}
-    by_host = required_settings_by_host(j)
-    for c in cases:
-        if c.result.passed and not preflight_outcome(c, by_host):
-            key = f'{fl.check_name(c)} on {c.where}'
+    outcomes = settings_outcomes(model)
+    names = {}      # a check's name without its node, found once per check and partition
+    for n, c in enumerate(cases):
+        if c.result.passed and n not in outcomes:
+            key = names.get((c.check, c.where))
+            if key is None:
+                key = names[(c.check, c.where)] = f'{fl.check_name(c)} on {c.where}'
             passed[key] = passed.get(key, 0) + 1
     ran = [k + (f' x{n}' if n > 1 else '') for k, n in passed.items()]
     settings = [i for i in (j.items if j else []) if i.setting and i.status is vd.PASSED]
@@ -240,6 +290,12 @@ def first_screen(model):
     return lines
 
 
+def reasons(model):
+    '''The verdict's reasons (judging.verdict's, made anew each time they are asked: at
+    10,000 nodes, 0.6 s), made once for the Markdown and the HTML page.'''
+    return _made_once(model, 'reasons', lambda: model.judgement.reasons)
+
+
 def entry_text(m):
     '''The reference file and entry a metric was judged by.'''
     e = m.entry
@@ -249,23 +305,25 @@ def entry_text(m):
     return f'{e.label}' + (' (changed since the run)' if changed else '')
 
 
-def reproduce_rows(model, notable=False):
-    '''For each judged case: kernel and version, the command line, the references judged
-    by: what a second engineer needs to rerun exactly that check. With `notable`: each
-    row with whether its case did not pass, [(row, notable)].'''
-    rows = []
+def _reproduced(model):
+    '''The cases "Reproducing a verdict" is about: judged ones, and those that failed or
+    could not be judged.'''
+    recorded, unjudged = Result.RECORDED, (Result.FAIL, Result.ERROR, Result.UNJUDGED)
     for c in model.cases:
-        judged = [m for m in c.metrics if m.judged]
-        if not judged and c.result not in (Result.FAIL, Result.ERROR, Result.UNJUDGED):
-            continue
-        kernel = ', '.join(f'{d.get("test", "?")} {d.get("version", "?")}' for d in c.docs
-                           if isinstance(d, dict)) or '-'
-        entries = sorted({m.entry.label.rsplit(' / ', 1)[0] for m in judged
-                          if m.entry is not None})
-        refs = '; '.join(entries) or (model.judgement.references if model.judgement else '')
-        row = [c.check, c.where, kernel, command_of(c, model.run.path) or '-', refs]
-        rows.append((row, c.result is not Result.PASS) if notable else row)
-    return rows
+        if c.result in unjudged or any(m.verdict is not recorded for m in c.metrics):
+            yield c
+
+
+def _reproduce_row(model, c):
+    '''A judged case's kernel and version, the command line, the references judged by:
+    what a second engineer needs to rerun exactly that check.'''
+    judged = [m for m in c.metrics if m.judged]
+    kernel = ', '.join(f'{d.get("test", "?")} {d.get("version", "?")}' for d in c.docs
+                       if isinstance(d, dict)) or '-'
+    entries = sorted({m.entry.label.rsplit(' / ', 1)[0] for m in judged
+                      if m.entry is not None})
+    refs = '; '.join(entries) or (model.judgement.references if model.judgement else '')
+    return [c.check, c.where, kernel, command_of(c, model.run.path) or '-', refs]
 
 
 REPRODUCE_HEADER = ['check', 'partition', 'kernel and version', 'command line',
@@ -301,15 +359,27 @@ RECORDED_ROWS_MAX = 2000
 def recorded_rows(model):
     '''(the recorded metrics' rows the report shows, how many more it leaves out).'''
     def make():
-        recorded = _metrics(model, False)
-        return ([_metric_row(c, m) for c, m in recorded[:RECORDED_ROWS_MAX]],
-                max(0, len(recorded) - RECORDED_ROWS_MAX))
+        shown, more, recorded = [], 0, Result.RECORDED
+        for c in model.cases:
+            if len(shown) < RECORDED_ROWS_MAX:
+                shown += [_metric_row(c, m) for m in c.metrics if m.verdict is recorded]
+            else:       # only counted: 1.2 million at 10,000 nodes
+                more += _verdicts(c).count(recorded)
+        return shown[:RECORDED_ROWS_MAX], more + max(0, len(shown) - RECORDED_ROWS_MAX)
     return _made_once(model, 'recorded rows', make)
 
 
-def _metrics(model, judged):
-    '''[(case, metric)] of the judged (or the recorded) metrics, in the run's order.'''
-    return [(c, m) for c in model.cases for m in c.metrics if m.judged == judged]
+def _verdicts(case, _verdict=operator.attrgetter('verdict')):
+    '''[Result] of a case's metrics, listed without a Python step a metric.'''
+    return list(map(_verdict, case.metrics))
+
+
+def _judged_metrics(model):
+    '''(case, metric) of the judged metrics, in the run's order, one at a time (a sweep of
+    10,000 nodes has 280,000 of them). Metric.judged's test written out: a property call
+    a metric cost more than the test.'''
+    recorded = Result.RECORDED
+    return ((c, m) for c in model.cases for m in c.metrics if m.verdict is not recorded)
 
 
 def _metric_row(c, m):
