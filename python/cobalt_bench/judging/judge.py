@@ -31,7 +31,10 @@ from . import sanity
 def verdict_of(value, ref):
     '''PASS, FAIL, XFAIL or XPASS: what ReFrame records for a performance variable judged
     by the site.Ref `ref`.'''
-    ok = within(value, ref.bounds)      # meets(), with the bounds the Ref worked out once
+    return _verdict(within(value, ref.bounds), ref)    # meets(), the Ref's bounds
+
+
+def _verdict(ok, ref):
     if ref.xfail:
         return Result.XPASS if ok else Result.XFAIL
     return Result.PASS if ok else Result.FAIL
@@ -45,7 +48,7 @@ class Problem:
     text: str
 
 
-@dataclass
+@dataclass(slots=True)      # one per case judged
 class CaseJudgement:
     check: str                          # the check class judged as (MemTest)
     partition: str                      # system:partition judged on
@@ -224,9 +227,10 @@ def annotate(case, site, partition=None, memo=None):
 
 
 def _judged_metric(m, ref):
-    b = ref.bounds
+    b = ref.bounds      # a cached property: read once (verdict_of's rule with it)
     return replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
-                   lower=b.lower, upper=b.upper, verdict=verdict_of(m.value, ref), entry=ref)
+                   lower=b.lower, upper=b.upper, verdict=_verdict(within(m.value, b), ref),
+                   entry=ref)
 
 
 def _outcome(case, metrics, problems):
@@ -238,10 +242,11 @@ def _outcome(case, metrics, problems):
         return Result.FAIL, 'performance', 'failed to meet reference(s): ' + ', '.join(
             f'{m.name}={m.value:g} {m.unit} (bounds {Bounds(m.lower, m.upper).text()})'
             for m in failed)
-    if any(m.verdict is Result.XFAIL for m in metrics):
+    xfail = Result.XFAIL        # looked up once, not once per metric
+    known = [m for m in metrics if m.verdict is xfail]
+    if known:
         return Result.XFAIL, 'performance', 'known failure ($xfail): ' + ', '.join(
-            f'{m.name}={m.value:g} {m.unit} ({m.entry.xfail})'
-            for m in metrics if m.verdict is Result.XFAIL)
+            f'{m.name}={m.value:g} {m.unit} ({m.entry.xfail})' for m in known)
     return Result.PASS, '', ''
 
 
