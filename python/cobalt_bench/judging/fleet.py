@@ -47,6 +47,7 @@ was not run (no GPU, a usage error: judging.sanity) is not the node's fault.
 Nothing here changes what it reads; the results are typed values.
 '''
 
+import functools
 import math
 import re
 import statistics
@@ -66,10 +67,14 @@ from . import classes, sanity
 from .scales import MAD_SCALE, MIN_EFFECT, primaries, scale_of
 
 MIN_NODES = 3               # fewer nodes: no outlier judgement
+#: The results of a case that did not finish (looked up once: asked of every case).
+_UNFINISHED = (Result.ABORT, Result.DAMAGED)
 #: A name Slurm reads as one host name (bad-nodes.txt holds only these).
 HOSTNAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*')
 #: The check name of a cause that is the node's configuration, not a measurement.
 CONFIGURATION = 'configuration'
+#: A host name's last run of digits, the number a hostlist ranges (n0012 -> n, 0012, '').
+_NUMBERED = re.compile(r'(.*?)(\d+)(\D*)')
 
 
 class Direction(Word):
@@ -106,7 +111,7 @@ def direction_of(metric):
     return Direction.EITHER
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)     # two or more per node and check of a sweep
 class NodeValue:
     node: str
     check: str                  # the case's own name (with its node)
@@ -220,6 +225,22 @@ class Fleet:
         return [{'node': b.node, 'why': b.why} for b in self.bad_nodes]
 
 
+class NodeIndex:
+    '''A Fleet's causes and distributions by (node, check), read once: the verdict asks
+    them of every capacity case, and a scan of the fleet per case is quadratic in the
+    nodes. `causes` {(node, check): [Cause]}, `distributions` {(node, check):
+    [Distribution]}, each in the fleet's order.'''
+
+    def __init__(self, fleet):
+        self.causes, self.distributions = {}, {}
+        for b in fleet.bad_nodes:
+            for c in b.causes:
+                self.causes.setdefault((b.node, c.check), []).append(c)
+        for d in fleet.distributions:
+            for node in dict.fromkeys(v.node for v in d.values):
+                self.distributions.setdefault((node, d.check), []).append(d)
+
+
 def finding_text(f):
     return f'{f.setting} {f.status}: {f.value}' + (f' (expected {f.expected})'
                                                    if f.expected else '')
@@ -245,21 +266,24 @@ def _distinct_findings(findings):
     '''({host: its findings that at most half of the hosts share}, [(finding text, hosts)]
     of those more than half share): a finding every node has (the fleet's MTU) is said
     once, not as every node's why.'''
-    counts = Counter(t for fs in findings.values() for t in {finding_text(f) for f in fs})
+    texts = {h: [finding_text(f) for f in fs] for h, fs in findings.items()}    # once each
+    counts = Counter(t for ts in texts.values() for t in set(ts))
     common = {t for t, n in counts.items() if 2 * n > len(findings) and len(findings) > 1}
-    own = {h: tuple(f for f in fs if finding_text(f) not in common)
+    own = {h: tuple(f for f, t in zip(fs, texts[h]) if t not in common)
            for h, fs in findings.items()}
     return own, sorted(((t, counts[t]) for t in common), key=lambda tn: (-tn[1], tn[0]))
 
 
-def node_findings(preflight_docs):
-    '''{host: (Finding, ...)}: each host's failed and warned settings, failed first.'''
+def node_findings(preflight_docs, read=None):
+    '''{host: (Finding, ...)}: each host's failed and warned settings, failed first.
+    `read`: [(doc, its findings)] of the same documents where the caller read them.'''
     out = {}
-    for _, doc in preflight_docs:
+    for doc, found in read if read is not None else ((doc, pf.findings_of(doc))
+                                                     for _, doc in preflight_docs):
         host = doc.get('host')
         if not isinstance(host, str):
             continue
-        found = [f for f in pf.findings_of(doc) if f.status in (pf.FAIL, pf.WARN)]
+        found = [f for f in found if f.status in (pf.FAIL, pf.WARN)]
         out.setdefault(host, []).extend(found)
     return {h: tuple(sorted(fs, key=lambda f: (f.status != pf.FAIL, f.level != pf.REQUIRED)))
             for h, fs in out.items()}
@@ -286,17 +310,17 @@ def judge_distribution(dist, threshold, noise=None):
         dist.note = (f'{dist.nodes} nodes: no outlier judgement (it needs {MIN_NODES} or '
                      'more)')
     sign = {Direction.LOWER: -1.0, Direction.HIGHER: 1.0}.get(dist.direction)
-    judged = []
-    for v in dist.values:
-        diff, node_sigma = means[v.node] - med, sigmas[v.node]
+    scored = {}     # {node: (score, deviation, percent, flagged)}, of the mean of its values
+    for node, mean in means.items():
+        diff, node_sigma = mean - med, sigmas[node]
         dev = diff / node_sigma if node_sigma else \
             (0.0 if diff == 0 else math.copysign(math.inf, diff))
         score = abs(dev) if sign is None else sign * dev
         pct = 100.0 * diff / abs(med) if med else None
         large = abs(diff) >= MIN_EFFECT * abs(med)
-        judged.append(NodeValue(v.node, v.check, v.value, score, dev, pct,
-                                dist.judged and score > threshold and large, v.failed,
-                                v.findings))
+        scored[node] = (score, dev, pct, dist.judged and score > threshold and large)
+    judged = [NodeValue(v.node, v.check, v.value, *scored[v.node], v.failed, v.findings)
+              for v in dist.values]
     # Worst first: failed cases, then outliers, then by score.
     judged.sort(key=lambda v: (not v.failed, not v.flagged, -v.score, v.node))
     dist.values = judged
@@ -324,7 +348,7 @@ def _compared(case, check):
 
 
 def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHOLD,
-            checks=None, inventories=(), noise=None):
+            checks=None, inventories=(), noise=None, findings=None):
     '''The Fleet of a run's judged cases (Verdict.cases): its distributions of two nodes or
     more (judged from MIN_NODES), its configuration classes (judging.classes, from the
     nodes' `inventories`), and its bad nodes (outliers, failed cases, minority classes).
@@ -332,21 +356,26 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
     why is what sets it apart: where its configuration differs from its peers', and the
     findings of its own that most nodes do not share (those shown once, fleet-wide).
     `noise`: {(partition, check, metric): relative noise} measured on the partition's clean
-    history (store.history.metric_noise; judge_distribution).'''
+    history (store.history.metric_noise; judge_distribution). `findings`: the preflight
+    documents' findings where the caller read them (node_findings' `read`).'''
     checks = known_checks() if checks is None else checks
-    findings, shared = _distinct_findings(node_findings(preflight_docs))
+    findings, shared = _distinct_findings(node_findings(preflight_docs, findings))
     groups = {}
     bad = {}
     partition_of = {}
+    names = {}      # {case name: check_name}: a sweep has a few checks and 10,000 nodes
     for case in cases:
         node = node_of(case)
         if node is None:
             continue
-        partition_of.setdefault(node, peer_partition(case, kind))
-        name = check_name(case, checks)
+        partition = peer_partition(case, kind)
+        partition_of.setdefault(node, partition)
+        name = names.get(case.check)
+        if name is None:
+            name = names[case.check] = check_name(case, checks)
         failed = case.result.failed and not sanity.did_not_run(case.fail_phase,
                                                                 case.fail_reason)
-        if case.result in (Result.ABORT, Result.DAMAGED):
+        if case.result in _UNFINISHED:
             bad.setdefault(node, []).append(Cause(name, f'{name} did not finish: '
                                                   f'{case.fail_reason or case.result}'))
         if failed:
@@ -359,12 +388,13 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
         for m in _compared(case, name):
             if not _number(m.value):
                 continue
-            key = (peer_partition(case, kind), name, m.name)
-            if key not in groups:
-                groups[key] = Distribution(key[0], name, m.name, m.unit, direction_of(m), [])
-            groups[key].values.append(NodeValue(node, case.check, float(m.value),
-                                                failed=failed,
-                                                findings=findings.get(node, ())))
+            key = (partition, name, m.name)
+            dist = groups.get(key)
+            if dist is None:
+                dist = groups[key] = Distribution(partition, name, m.name, m.unit,
+                                                  direction_of(m), [])
+            dist.values.append(NodeValue(node, case.check, float(m.value), 0.0, 0.0, None,
+                                         False, failed, findings.get(node, ())))
     fleet = Fleet(threshold, shared_findings=shared)
     fleet.classes = classes.classify(
         inventories, lambda n: partition_of.get(n, 'jobs' if kind == KIND_JOBS else ''))
@@ -406,7 +436,7 @@ def peer_outliers(values, unit, direction=Direction.EITHER,
 
 
 def host_key(name):
-    m = re.fullmatch(r'(.*?)(\d+)(\D*)', name)
+    m = _NUMBERED.fullmatch(name)
     return (m.group(1), m.group(3), int(m.group(2)), name) if m else (name, '', -1, name)
 
 
@@ -414,11 +444,18 @@ def hostlist(names):
     '''A Slurm hostlist of `names`: n1,n2,n3,n7 -> n[1-3,7]; zero padding kept
     (node001,node002 -> node[001-002]); a number's last run of digits is ranged, names
     without digits are listed as they are.'''
+    # The report names the same groups of hosts several times (each reading of a verdict's
+    # reasons): each list is ranged once.
+    return _hostlist(tuple(names))
+
+
+@functools.lru_cache(maxsize=64)
+def _hostlist(names):
     groups = {}         # (prefix, suffix, width) -> {number}; width 0: not padded
     plain = []
     parsed = []
     for name in dict.fromkeys(names):
-        m = re.fullmatch(r'(.*?)(\d+)(\D*)', name)
+        m = _NUMBERED.fullmatch(name)
         if not m:
             plain.append(name)
             continue

@@ -14,15 +14,16 @@ does not have (`measured_sped`) judges nothing, and is an error naming the file,
 partition and metric, not a silent pass.
 
 Nothing here changes what it judges: each function returns a judged copy of the case
-(dataclasses.replace) with its judgement.
+(store.model.replace) with its judgement.
 '''
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from .. import kernels
 from .. import site as site_mod
-from ..site.bounds import Bounds, meets
+from ..site.bounds import Bounds, meets, within
 from ..store.identity import CheckName
+from ..store.model import replace
 from ..store.result import Result
 from . import sanity
 
@@ -30,7 +31,10 @@ from . import sanity
 def verdict_of(value, ref):
     '''PASS, FAIL, XFAIL or XPASS: what ReFrame records for a performance variable judged
     by the site.Ref `ref`.'''
-    ok = meets(value, ref.value, ref.lower, ref.upper)
+    return _verdict(within(value, ref.bounds), ref)    # meets(), the Ref's bounds
+
+
+def _verdict(ok, ref):
     if ref.xfail:
         return Result.XPASS if ok else Result.XFAIL
     return Result.PASS if ok else Result.FAIL
@@ -44,7 +48,7 @@ class Problem:
     text: str
 
 
-@dataclass
+@dataclass(slots=True)      # one per case judged
 class CaseJudgement:
     check: str                          # the check class judged as (MemTest)
     partition: str                      # system:partition judged on
@@ -66,6 +70,52 @@ def check_class(case, checks=None):
         if found:
             return found
     return name
+
+
+class Memo:
+    '''What judging asks again for every case of a run, answered once per run: the check a
+    case is judged as, a check name parsed, the site's references of a check on a
+    partition, the units a check's documents carry. A sweep of 10,000 nodes asks each of
+    these 10,000 times with the same few arguments. One Memo serves one run judged by one
+    site (judging.verdict.decide); the answers are shared, never to be changed.'''
+
+    def __init__(self):
+        self.checks = site_mod.known_checks()
+        self._classes, self._names, self._refs, self._units = {}, {}, {}, {}
+
+    def check_class(self, case):
+        '''check_class(case) for the suite's checks.'''
+        try:
+            key = (case.check, tuple(doc.get('test', '') for doc in case.docs))
+            return self._classes[key]
+        except KeyError:
+            found = self._classes[key] = check_class(case, self.checks)
+            return found
+        except TypeError:       # a document's `test` that is no text: asked, not kept
+            return check_class(case, self.checks)
+
+    def name(self, check):
+        '''CheckName.of(check) (the kernels' checks).'''
+        found = self._names.get(check)
+        if found is None:
+            found = self._names[check] = CheckName.of(check)
+        return found
+
+    def refs(self, site, check, partition, params=None):
+        '''site.references.lookup(check, partition, params).'''
+        key = (check, partition, tuple(params.items()) if params else ())
+        found = self._refs.get(key)
+        if found is None:
+            found = self._refs[key] = site.references.lookup(check, partition, params)
+        return found
+
+    def units(self, check):
+        '''kernels.document_units(check), {} for no kernel's check.'''
+        found = self._units.get(check)
+        if found is None:
+            found = self._units[check] = (kernels.document_units(check) if check else
+                                          None) or {}
+        return found
 
 
 def as_recorded(metric):
@@ -100,11 +150,12 @@ def _stopped(case):
     RUN (SKIP) for exit status 2 or 3, else ABORT (cancelled, time limit, interrupted), the
     cause named. The one rule of judging.exit_status and judging.sanity.'''
     ended = case.exit_status
-    kernel = case.kernel or CheckName.of(case.check).check
     unfinished = sanity.unfinished_job_reason(case.job_state)
     over_memory = sanity.memory_overrun_reason(case.memory_overrun)
     node_fault = sanity.node_fault_state(case.job_state) or bool(over_memory)
-    reasons = [ended.reason(kernel) if ended is not None else '',
+    # The kernel's name only where the status has something to say (a run to judge: '').
+    reasons = [ended.reason(case.kernel or CheckName.of(case.check).check)
+               if ended is not None and not ended.ran else '',
                case.fail_reason if case.result is Result.ABORT else '',
                sanity.interrupted_reason(case.docs[0]) if case.docs else '',
                unfinished, over_memory]
@@ -142,15 +193,17 @@ def no_reference(check, partition, site):
     return f'unjudged: no reference for {partition} (check {check}, {site.references.path})'
 
 
-def annotate(case, site, partition=None):
+def annotate(case, site, partition=None, memo=None):
     '''(judged case, CaseJudgement) of a ReFrame case: ReFrame's own verdicts (from
     report.json) kept, each judged metric carrying the site.Ref it was judged by, and the
-    references that judge nothing named (a metric the result lacks).'''
-    check = check_class(case)
-    params = CheckName.of(case.check).param_dict
+    references that judge nothing named (a metric the result lacks). `memo`: the run's
+    Memo (None: a new one).'''
+    memo = memo or Memo()
+    check = memo.check_class(case)
+    params = memo.name(case.check).param_dict
     partition = partition or case.where
     j = CaseJudgement(check, partition)
-    j.refs = site.references.lookup(check, partition, params)
+    j.refs = memo.refs(site, check, partition, params)
     metrics = []
     for m in case.metrics:
         m = as_recorded(m)
@@ -174,9 +227,10 @@ def annotate(case, site, partition=None):
 
 
 def _judged_metric(m, ref):
-    b = ref.bounds
+    b = ref.bounds      # a cached property: read once (verdict_of's rule with it)
     return replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
-                   lower=b.lower, upper=b.upper, verdict=verdict_of(m.value, ref), entry=ref)
+                   lower=b.lower, upper=b.upper, verdict=_verdict(within(m.value, b), ref),
+                   entry=ref)
 
 
 def _outcome(case, metrics, problems):
@@ -188,21 +242,21 @@ def _outcome(case, metrics, problems):
         return Result.FAIL, 'performance', 'failed to meet reference(s): ' + ', '.join(
             f'{m.name}={m.value:g} {m.unit} (bounds {Bounds(m.lower, m.upper).text()})'
             for m in failed)
-    if any(m.verdict is Result.XFAIL for m in metrics):
+    xfail = Result.XFAIL        # looked up once, not once per metric
+    known = [m for m in metrics if m.verdict is xfail]
+    if known:
         return Result.XFAIL, 'performance', 'known failure ($xfail): ' + ', '.join(
-            f'{m.name}={m.value:g} {m.unit} ({m.entry.xfail})'
-            for m in metrics if m.verdict is Result.XFAIL)
+            f'{m.name}={m.value:g} {m.unit} ({m.entry.xfail})' for m in known)
     return Result.PASS, '', ''
 
 
-def _sanity_problems(case):
+def _sanity_problems(case, memo):
     '''The sanity rule (judging.sanity) of a job document, as ReFrame's checks apply it:
     its own kernel, every metric its descriptor declares, finite and in the contract's
     units, its data verified.'''
     doc = case.docs[0]
     kernel = doc.get('test') if isinstance(doc.get('test'), str) else ''
-    check = kernels.check_of_document(doc)
-    units = (kernels.document_units(check) if check else None) or {}
+    units = memo.units(kernels.check_of_document(doc))
     return sanity.document_problems(doc, kernel, units)
 
 
@@ -220,23 +274,25 @@ def _unit_problems(check, partition, case, refs):
     return out
 
 
-def judge_doc_case(case, site, partition):
+def judge_doc_case(case, site, partition, memo=None):
     '''(judged case, CaseJudgement) of a job document's case (results/slurm/) judged by the
     site's references, exactly as ReFrame would judge the same document in a run of the
     site: the exit status and Slurm's state first (a signal, a crash, a node fault: FAIL),
     the sanity rule, then each metric's reference, bounds and verdict (PASS, FAIL, XFAIL,
-    ERROR, or UNJUDGED when the references have nothing for it).'''
-    check = check_class(case)
+    ERROR, or UNJUDGED when the references have nothing for it). `memo`: the run's Memo
+    (None: a new one).'''
+    memo = memo or Memo()
+    check = memo.check_class(case)
     j = CaseJudgement(check, partition)
     stopped = _stopped(case)
     if not case.docs:       # a job that left no document (store.reader) or a damaged one
         return stopped or case, j
-    j.refs = site.references.lookup(check, partition)
+    j.refs = memo.refs(site, check, partition)
     if case.result is Result.DAMAGED:
         return case, j
     if stopped:             # never a pass, judged or not: the run did not finish
         return stopped, j
-    insane = ([case.foreign] if case.foreign else []) + _sanity_problems(case)
+    insane = ([case.foreign] if case.foreign else []) + _sanity_problems(case, memo)
     if insane:
         return replace(case, result=Result.FAIL, fail_phase='sanity',
                        fail_reason='; '.join(insane)), j

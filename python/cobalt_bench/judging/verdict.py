@@ -19,11 +19,9 @@ the state by itself (the site's references decide it): it is named, in the reaso
 verdict.json's `bad_nodes`.
 '''
 
-import fnmatch
 import os
 from dataclasses import dataclass, field, replace
 
-from .. import preflight as pf
 from .. import site as site_mod
 from ..site.bounds import Bounds
 from ..site.loader import installed_site, installed_site_of
@@ -33,6 +31,7 @@ from ..store.result import Result, RunState, Word
 from . import fleet as fl
 from . import judge as jd
 from . import sanity
+from .items import FAILED, MISSING, NOTE, PASSED, Item, grouped, preflight_items, read_findings
 
 
 class State(Word):
@@ -47,50 +46,7 @@ COMPLIANT, NOT_COMPLIANT, INCOMPLETE, DEMONSTRATION = State
 STATES = tuple(State)
 
 
-class Status(Word):
-    '''What one required (or merely run) thing contributes to the verdict.'''
-    FAILED = 'failed'
-    MISSING = 'incomplete'
-    PASSED = 'passed'
-    NOTE = 'note'
-
-
-FAILED, MISSING, PASSED, NOTE = Status.FAILED, Status.MISSING, Status.PASSED, Status.NOTE
 UNJUDGED = Result.UNJUDGED.value    # verdict.json's list of the checks that ran unjudged
-
-
-@dataclass
-class Item:
-    status: str                 # failed, incomplete, passed, note
-    what: str                   # 'MemTest on local:default (vm)', 'preflight net.eth0.mtu'
-    why: str = ''
-    required: bool = False
-    unjudged: bool = False      # ran, but the site has no reference for it
-    host: str = ''              # a preflight setting's: the host it was read on
-    setting: str = ''           # a preflight setting's name ('' : not a setting)
-
-    def line(self):
-        return f'{self.what}: {self.why}' if self.why else self.what
-
-
-def grouped(items):
-    '''`items` with each preflight setting that fails (or is missing) the same way on several
-    hosts said once, its hosts as one hostlist ('preflight net.eth0.mtu on n[1-8]'): a
-    finding repeated per node is one line naming the nodes. Order kept (first of a group).'''
-    groups, out = {}, []
-    for it in items:
-        key = (it.status, it.setting, it.why, it.required, it.unjudged) if it.setting and \
-            it.host else None
-        if key is None:
-            out.append([it])
-        elif key in groups:
-            groups[key].append(it)
-        else:
-            groups[key] = [it]
-            out.append(groups[key])
-    return [g[0] if len(g) == 1 else replace(
-        g[0], what=f'preflight {g[0].setting} on {fl.hostlist([i.host for i in g])}',
-        host='') for g in out]
 
 
 @dataclass
@@ -193,10 +149,10 @@ class Verdict:
         }
 
 
-def _case_label(case):
+def _case_label(case, memo=None):
     nodes = f' ({", ".join(case.nodes)})' if case.nodes and any(case.nodes) else ''
     # ReFrame's --distribute parameters (.part, .nid) say what `on ... (node)` says.
-    check = CheckName.of(case.check).label
+    check = (memo.name(case.check) if memo else CheckName.of(case.check)).label
     return f'{check} on {case.where}{nodes}'
 
 
@@ -253,56 +209,10 @@ def _outcome(case, required, judgement):
     return MISSING, f'{r}' + (f' in {case.fail_phase}' if case.fail_phase else '') + f': {why}'
 
 
-def _preflight_items(compliance, preflight_docs):
-    '''Items for the required preflight settings (compliance.yaml `preflight`), from every
-    preflight document of the run: each matching finding must pass, on every host.'''
-    items = []
-    patterns = compliance.preflight
-    if not patterns:
-        return items
-    if not preflight_docs:
-        items.append(Item(MISSING, 'preflight', 'no preflight results: the required settings '
-                          f'({", ".join(patterns)}) were not checked', True))
-        return items
-    findings = [(doc, pf.findings_of(doc)) for _, doc in preflight_docs]    # read once
-    for pattern in patterns:
-        seen = False
-        for doc, found in findings:
-            host = doc.get('host', '?')
-            for f in found:
-                if not fnmatch.fnmatchcase(f.setting, pattern):
-                    continue
-                seen = True
-                what = f'preflight {f.setting} on {host}'
-                on = {'host': host if isinstance(host, str) else '?', 'setting': f.setting}
-                if f.status == pf.PASS:
-                    items.append(Item(PASSED, what, '', True, **on))
-                elif f.status == pf.FAIL:
-                    items.append(Item(FAILED, what, f'{f.value} (expected {f.expected})'
-                                      + (f'; fix: {f.fix}' if f.fix else ''), True, **on))
-                else:
-                    items.append(Item(MISSING, what, f'{f.status}: {f.value}'
-                                      + (f' ({f.note})' if f.note else ''), True, **on))
-        if not seen:
-            items.append(Item(MISSING, f'preflight {pattern}', 'no such setting was checked '
-                              '(no finding matches it)', True))
-    # The other settings that fail (the document's recommendations): named, not counted.
-    for doc, found in findings:
-        for f in found:
-            if f.status == pf.FAIL and not any(fnmatch.fnmatchcase(f.setting, p)
-                                               for p in patterns):
-                host = doc.get('host')
-                items.append(Item(NOTE, f'preflight {f.setting} on {host or "?"}',
-                                  f'{f.value} (recommended: {f.expected}), not required '
-                                  'by the site', host=host if isinstance(host, str) else '',
-                                  setting=f.setting))
-    return items
-
-
-def _judge_case(run, case, site, partition):
+def _judge_case(run, case, site, partition, memo):
     '''(judged case, CaseJudgement or None) of one case of `run` by `site`.'''
     if run.kind != KIND_JOBS:
-        return jd.annotate(case, site)
+        return jd.annotate(case, site, memo=memo)
     where = partition or case.judged_partition or jd.partition_of_job(site)
     if where is None:
         return jd.unjudged(case, f'which partition of site {site.name} '
@@ -310,7 +220,7 @@ def _judge_case(run, case, site, partition):
                                  'name it (--partition)'), None
     # Its peers are the nodes judged on the same partition (store.history.peer_partition).
     case = case if case.judged_partition else replace(case, judged_partition=where)
-    return jd.judge_doc_case(case, site, where)
+    return jd.judge_doc_case(case, site, where, memo)
 
 
 def _unjudged(run, noise=None):
@@ -332,21 +242,20 @@ def _unjudged(run, noise=None):
     return v
 
 
-def _by_peers(item, case, fleet):
+def _by_peers(item, case, index):
     '''(item, case) of a capacity case (judge.by_peers) as its peers judged it: FAILED
     (never required: a node that stands out is a bad node, not a failed compliance check;
     the case FAIL in phase 'peers') where the fleet names its node for this check, PASSED
     where the node was compared with enough peers and does not stand out, a NOTE saying
-    why (the case left RECORDED) where it could not be compared.'''
+    why (the case left RECORDED) where it could not be compared. `index`: the fleet's
+    fleet.NodeIndex.'''
     node, check = fl.node_of(case), fl.check_name(case)
-    causes = [c for b in fleet.bad_nodes if b.node == node for c in b.causes
-              if c.check == check]
+    causes = index.causes.get((node, check), ())
     if causes:
         why = '; '.join(c.why for c in causes)
         return (replace(item, status=FAILED, why=why),
                 replace(case, result=Result.FAIL, fail_phase='peers', fail_reason=why))
-    dists = [d for d in fleet.distributions
-             if d.check == check and any(v.node == node for v in d.values)]
+    dists = index.distributions.get((node, check), ())
     if dists and all(d.judged for d in dists):
         why = 'within its peers (' + ', '.join(
             f'{d.metric}: median {d.median:g} {d.unit}'.rstrip() for d in dists) + ')'
@@ -385,17 +294,19 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         v.run_incomplete = True
         v.items.append(Item(MISSING, 'run', f'the run is {run.state}'
                             + (f': {run.state_why}' if run.state_why else ''), True))
+    in_cases = {d for c in run.cases for d in c.damaged}    # one set: not a scan per damage
     for d in run.damaged:
         v.run_incomplete = True
-        if not any(d in c.damaged for c in run.cases):
+        if d not in in_cases:
             v.items.append(Item(MISSING, 'results', f'cannot be read: {d}', True))
 
     seen = set()
     peers = []      # (item, case index) of the capacity cases: judged by the fleet below
+    memo = jd.Memo()
     for case in run.cases:
-        case, j = _judge_case(run, case, site, partition)
+        case, j = _judge_case(run, case, site, partition, memo)
         v.cases.append(case)
-        check = j.check if j else jd.check_class(case)
+        check = j.check if j else memo.check_class(case)
         req = required.get(check)
         status, why = _outcome(case, req, j)
         if j is not None:
@@ -410,20 +321,22 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         lost = run.kind == KIND_JOBS and case.result is Result.FAIL and not case.docs
         if case.result is Result.RECORDED:
             peers.append((len(v.items), len(v.cases) - 1))
-        v.items.append(Item(status, _case_label(case), why, req is not None or lost,
+        v.items.append(Item(status, _case_label(case, memo), why, req is not None or lost,
                             unjudged=case.result is Result.UNJUDGED))
 
     for name, req in required.items():
         if name not in seen:
             v.items.append(Item(MISSING, name, 'not run' + (f' ({req.what})' if req.what
                                                                else ''), True))
-    v.items += _preflight_items(comp, list(preflight_docs))
+    findings = read_findings(preflight_docs)
+    v.items += preflight_items(comp, findings)
     if not run.cases:
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
     v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,
-                         inventories=run.inventories, noise=noise)
+                         inventories=run.inventories, noise=noise, findings=findings)
+    index = fl.NodeIndex(v.fleet)
     for i, k in peers:
-        v.items[i], v.cases[k] = _by_peers(v.items[i], v.cases[k], v.fleet)
+        v.items[i], v.cases[k] = _by_peers(v.items[i], v.cases[k], index)
     v.state = _state(comp, v.items)
     return v
 

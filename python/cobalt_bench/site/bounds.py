@@ -88,4 +88,10 @@ def meets(value, ref_value, lower, upper):
         bounds = _bounds_of(ref_value, lower, upper)
     except TypeError:                   # unhashable: a reference the validation refused
         bounds = Bounds.of(ref_value, lower, upper)
-    return bounds.contains(value)
+    return within(value, bounds)
+
+
+def within(value, bounds):
+    '''meets() for a reference whose Bounds.of are already worked out (a site.Ref's
+    `bounds`): a sweep judges each reference on every node.'''
+    return value == value and bounds.contains(value)    # NaN never meets

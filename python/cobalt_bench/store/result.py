@@ -43,20 +43,27 @@ class Result(Word):
     UNKNOWN = 'unknown'     # no result recorded (a run cut short, an unreadable entry)
     RECORDED = 'recorded'   # a metric without a reference: recorded, not judged
 
+    # The sets below are module constants: a member's class attribute (Result.PASS) is
+    # looked up through the enum machinery, and a sweep asks these of millions of metrics.
     @property
     def passed(self):
         '''Counts as a pass: met its references (an expected failure included).'''
-        return self in (Result.PASS, Result.XFAIL)
+        return self in _PASSED
 
     @property
     def failed(self):
         '''Ran and failed a reference or a sanity rule (an unexpected pass included).'''
-        return self in (Result.FAIL, Result.XPASS)
+        return self in _FAILED
 
     @property
     def judged(self):
         '''The outcome of a judgement by references (a metric's or a case's).'''
-        return self in (Result.PASS, Result.FAIL, Result.XFAIL, Result.XPASS)
+        return self in _JUDGED
+
+
+_PASSED = (Result.PASS, Result.XFAIL)
+_FAILED = (Result.FAIL, Result.XPASS)
+_JUDGED = _PASSED + _FAILED
 
 
 class SettingStatus(Word):

@@ -112,3 +112,18 @@ def test_a_reframe_capacity_case_that_reframe_passed_unjudged_is_recorded_not_pa
     plain = rs.Case(check='MemTest', result=Result.PASS,
                     metrics=[rs.Metric('measured_speed', 40.0, 'Gbit/s')])
     assert jd.recorded_case(plain).result is Result.UNJUDGED
+
+
+def test_a_sweep_asks_the_sites_references_once_not_once_per_node(tmp_path, max_doc,
+                                                                  monkeypatch):
+    # judging.judge.Memo: a 10,000-node sweep asked the same lookup 10,000 times
+    site = site_mod.load_site(os.path.join(ROOT, 'site-configs', 'local-slurm'))
+    asked = []
+    lookup = site.references.lookup
+    monkeypatch.setattr(site.references, 'lookup',
+                        lambda *args: asked.append(args) or lookup(*args))
+    factors = {f'n{i}': 1.0 + 0.01 * (i % 3) for i in range(1, 9)}
+    v = vd.decide(reader.load_run(str(sweep(tmp_path, max_doc, factors))), site,
+                  partition=PARTITION)
+    assert len(v.cases) == 8
+    assert asked == [('MemCapacity', PARTITION, None)]

@@ -17,7 +17,7 @@ from reframe.core.exceptions import ConfigError, SanityError
 from reframe.frontend import autodetect
 
 from cobalt_bench.reframe import compat, launch
-from cobalt_bench.site.bounds import meets, threshold_problem
+from cobalt_bench.site.bounds import Bounds, meets, threshold_problem, within
 from cobalt_bench.reframe.site import Site
 from plugins.checkout import REPO_ROOT, ROOT
 
@@ -242,7 +242,10 @@ def judged_by_reframe(value, ref, lower, upper):
 def judged_by_the_site(value, ref, lower, upper):
     if threshold_problem(ref, lower, upper):
         return 'invalid'
-    return meets(value, ref, lower, upper)
+    met = meets(value, ref, lower, upper)
+    # the judges' way (judging.judge.verdict_of): a site.Ref's bounds, worked out once
+    assert within(value, Bounds.of(ref, lower, upper)) == met
+    return met
 
 
 @pytest.mark.parametrize('value, ref, lower, upper', CASES)
