@@ -350,9 +350,13 @@ def _report_file_run(path, report):
 def _finished(run):
     '''A ReFrame run once read: each case's damage marked and counted, its sources listed,
     its cases in order.'''
+    listed = set(run.damaged)
     for c in run.cases:
         _mark_damaged(c, run.path)
-        run.damaged.extend(d for d in c.damaged if d not in run.damaged)
+        for d in c.damaged:
+            if d not in listed:     # a set: a run of many damaged files is not quadratic
+                listed.add(d)
+                run.damaged.append(d)
         run.sources.extend(c.doc_paths)
     run.cases.sort(key=lambda c: (c.check.lower(), c.where, c.environ))
     return run
