@@ -277,7 +277,9 @@ def _plot(dist, n):
             ax.vlines([v.value for v in bad], 0, 0.06, transform=ax.get_xaxis_transform(),
                       colors='#d62728', lw=1, label='outlier or failed')
         ax.set_xlabel(short(dist.unit or dist.metric, 16))
-        ax.set_ylabel('nodes')
+        # A node that ran the check several times (a sweep's repeated jobs) is counted
+        # once a run: the bars count values, which are nodes only where each ran once.
+        ax.set_ylabel('nodes' if len(dist.values) == nodes else 'runs')
         axis_line = ax.axvline
     axis_line(dist.median, color='#333333', lw=1, ls='-', label='median')
     if dist.judged:
