@@ -20,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/utsname.h>
 
 #define SLOT_ALIGN 4096
@@ -334,20 +333,13 @@ static int alloc_job(worker *w, job *j)
     mt_run *run = w->run;
     int node = run->domains[w->domain].node->os_index;
     enum mt_op op = j->st.op;
+    /* On transparent huge pages where the kernel offers them (cb_alloc_on_node): a
+     * corner turn touches a new 4 KiB page every few lines on both sides, and the TLB
+     * misses (two-level walks on a VM) cost it about a fifth of its speed. */
     if (op != MT_WRITE && !(j->src = cb_alloc_on_node(&run->topo, node, j->ring_bytes)))
         return -1;
     if (op != MT_READ && !(j->dst = cb_alloc_on_node(&run->topo, node, j->ring_bytes)))
         return -1;
-#ifdef MADV_HUGEPAGE
-    /* Transparent huge pages where the kernel offers them (enabled=madvise is common):
-     * a corner turn touches a new 4 KiB page every few lines on both sides, and the
-     * TLB misses (two-level walks on a VM) cost it about a fifth of its speed. Advice
-     * only: without THP the rings keep 4 KiB pages. Before the first touch below. */
-    if (j->src)
-        madvise(j->src, j->ring_bytes, MADV_HUGEPAGE);
-    if (j->dst)
-        madvise(j->dst, j->ring_bytes, MADV_HUGEPAGE);
-#endif
     /* First touch from the bound thread; sources get data, reads a known sum. */
     if (j->dst)
         memset(j->dst, 0, j->ring_bytes);
