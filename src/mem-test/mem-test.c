@@ -674,7 +674,10 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_num(j, "scheduled_duration_s", run->sched_s);
     cbj_int(j, "threads", run->nworkers);
     cbj_str(j, "kernels", mt_isa());
-    cbj_int(j, "transpose_band_rows", mt_band_rows()); /* of the 64-bit corner turn */
+    /* the 64-bit corner turn's parameters, and the row of its table that chose them */
+    cbj_str(j, "transpose_tuning", mt_transpose_tuning());
+    cbj_int(j, "transpose_band_rows", mt_band_rows());
+    cbj_int(j, "transpose_prefetch_bytes", mt_prefetch_bytes());
     /* The machine's architecture as the kernel reports it (uname -m): which build ran,
      * x86_64 or aarch64 (the arm partition), whatever the compiler targeted. */
     struct utsname u;
