@@ -189,7 +189,9 @@ int cb_topo_load(cb_topo *t);              /* 0, or -1 with a message */
 void cb_topo_free(cb_topo *t);
 const cb_numa *cb_topo_node(const cb_topo *t, int os_index); /* NULL if absent */
 int cb_bind_thread_to_pu(const cb_topo *t, int pu);          /* 0 or -1 */
-/* Memory bound to one NUMA node (page aligned); NULL on failure. */
+/* Memory bound to one NUMA node, on transparent huge pages where the kernel offers them
+ * (madvise; THP "madvise" or "always"): 2 MiB aligned and whole 2 MiB pages, so that
+ * they cover all of it. NULL on failure; free it with cb_free_on_node and the same size. */
 void *cb_alloc_on_node(const cb_topo *t, int os_index, size_t size);
 void cb_free_on_node(const cb_topo *t, void *p, size_t size);
 

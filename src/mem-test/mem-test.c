@@ -20,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/utsname.h>
 
 #define SLOT_ALIGN 4096
@@ -334,20 +333,13 @@ static int alloc_job(worker *w, job *j)
     mt_run *run = w->run;
     int node = run->domains[w->domain].node->os_index;
     enum mt_op op = j->st.op;
+    /* On transparent huge pages where the kernel offers them (cb_alloc_on_node): a
+     * corner turn touches a new 4 KiB page every few lines on both sides, and the TLB
+     * misses (two-level walks on a VM) cost it about a fifth of its speed. */
     if (op != MT_WRITE && !(j->src = cb_alloc_on_node(&run->topo, node, j->ring_bytes)))
         return -1;
     if (op != MT_READ && !(j->dst = cb_alloc_on_node(&run->topo, node, j->ring_bytes)))
         return -1;
-#ifdef MADV_HUGEPAGE
-    /* Transparent huge pages where the kernel offers them (enabled=madvise is common):
-     * a corner turn touches a new 4 KiB page every few lines on both sides, and the
-     * TLB misses (two-level walks on a VM) cost it about a fifth of its speed. Advice
-     * only: without THP the rings keep 4 KiB pages. Before the first touch below. */
-    if (j->src)
-        madvise(j->src, j->ring_bytes, MADV_HUGEPAGE);
-    if (j->dst)
-        madvise(j->dst, j->ring_bytes, MADV_HUGEPAGE);
-#endif
     /* First touch from the bound thread; sources get data, reads a known sum. */
     if (j->dst)
         memset(j->dst, 0, j->ring_bytes);
@@ -682,7 +674,10 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_num(j, "scheduled_duration_s", run->sched_s);
     cbj_int(j, "threads", run->nworkers);
     cbj_str(j, "kernels", mt_isa());
-    cbj_int(j, "transpose_band_rows", mt_band_rows()); /* of the 64-bit corner turn */
+    /* the 64-bit corner turn's parameters, and the row of its table that chose them */
+    cbj_str(j, "transpose_tuning", mt_transpose_tuning());
+    cbj_int(j, "transpose_band_rows", mt_band_rows());
+    cbj_int(j, "transpose_prefetch_bytes", mt_prefetch_bytes());
     /* The machine's architecture as the kernel reports it (uname -m): which build ran,
      * x86_64 or aarch64 (the arm partition), whatever the compiler targeted. */
     struct utsname u;

@@ -222,14 +222,16 @@ DEFINE_TRANSPOSE(tr128, u128)
  *   the copy's speed (the 128-packet block stays at ~0.87);
  * - each source row is read sequentially across the band (64 read streams) with a
  *   software prefetch 12 steps (768 bytes) ahead: the hardware prefetcher does not
- *   follow that many streams, and 2 steps ahead left the loads waiting on DRAM;
+ *   follow that many streams, and 2 steps ahead left the loads waiting on DRAM (the
+ *   height and the distance suit one CPU and not another: see tuning_here);
  * - interleaving the 8 destination rows line by line instead halves the speed: loads
  *   whose address matches a pending streaming store modulo 4 KiB wait for it to reach
  *   memory, and scattered stores keep more of them pending.
- * Needs rows % 8 == 0 and a 64-byte aligned dst (whole, aligned output lines); the
- * last cols % 8 columns go to the portable tile loop. */
+ * - the last cols % 8 columns (5 of mem-test's 1125) are turned in the band too, as a
+ *   tile whose loads stop at the row's end: a pass of their own after the bands read
+ *   every source row's last line again, a strided walk, from DRAM.
+ * Needs rows % 8 == 0 and a 64-byte aligned dst (whole, aligned output lines). */
 #define BAND_TILES_MAX 8
-#define PREFETCH_STEPS 12
 
 /* 8x8 tiles in the band starting at row rb, bands of `tiles` tiles */
 static inline int band_tiles(size_t rows, size_t rb, int tiles)
@@ -268,44 +270,64 @@ typedef uint64_t mt_v8 __attribute__((vector_size(64)));
         }                                                                          \
     } while (0)
 
-/* One band kernel per target: ATTR its target attribute, STORE(p, v) writes one
- * aligned 64-byte output line, FENCE orders the streaming stores before the caller's
- * verification reads. */
-#define DEFINE_BAND_V8(name, ATTR, STORE, FENCE)                                   \
+/* Step c of a band: the 8 columns from c (n of them, 8 but in the last step) of its
+ * 8 * nt rows turned in registers, each of the n destination rows' run written back to
+ * back. LOAD(v, p, n) loads a row's n columns, STORE(p, v) writes one aligned output
+ * line. */
+#define BAND_STEP_V8(c, n, LOAD, STORE)                                            \
+    do {                                                                           \
+        mt_v8 a[BAND_TILES_MAX][8];                                                \
+        for (int k = 0; k < 8 * nt; k++)                                           \
+            LOAD(a[k / 8][k % 8], sb + (size_t)k * cols + (c), n);                 \
+        for (int t = 0; t < nt; t++)                                               \
+            TR8x8_V(a[t]);                                                         \
+        for (size_t j = 0; j < (n); j++) {                                         \
+            uint64_t *dl = d + ((c) + j) * rows + rb;                              \
+            for (int t = 0; t < nt; t++)                                           \
+                STORE(dl + 8 * t, a[t][j]);                                        \
+        }                                                                          \
+    } while (0)
+
+/* One band kernel per target: ATTR its target attribute, LOADTAIL(v, p, n) loads the
+ * first n (1-7) elements of a row and nothing past them, STORE(p, v) writes one aligned
+ * 64-byte output line, FENCE orders the streaming stores before the caller's
+ * verification reads. pf: the prefetch distance on each source row, in elements. */
+#define DEFINE_BAND_V8(name, ATTR, LOADTAIL, STORE, FENCE)                         \
     ATTR static void name(uint64_t *d, const uint64_t *s, size_t rows, size_t cols, \
-                          int tiles)                                               \
+                          int tiles, size_t pf)                                    \
     {                                                                              \
         size_t cfull = cols & ~(size_t)7;                                          \
         for (size_t rb = 0; rb < rows; rb += 8 * (size_t)tiles) {                  \
             int nt = band_tiles(rows, rb, tiles);                                  \
             const uint64_t *sb = s + rb * cols;                                    \
-            for (size_t c = 0; c < cfull; c += 8) {                                \
-                mt_v8 a[BAND_TILES_MAX][8];                                        \
-                for (int k = 0; k < 8 * nt; k++) {                                 \
-                    const uint64_t *sr = sb + (size_t)k * cols + c;                \
-                    __builtin_prefetch(sr + 8 * PREFETCH_STEPS);                   \
-                    memcpy(&a[k / 8][k % 8], sr, 64);                              \
-                }                                                                  \
-                for (int t = 0; t < nt; t++)                                       \
-                    TR8x8_V(a[t]);                                                 \
-                for (int j = 0; j < 8; j++) {                                      \
-                    uint64_t *dl = d + (c + (size_t)j) * rows + rb;                \
-                    for (int t = 0; t < nt; t++)                                   \
-                        STORE(dl + 8 * t, a[t][j]);                                \
-                }                                                                  \
-            }                                                                      \
+            for (size_t c = 0; c < cfull; c += 8)                                  \
+                BAND_STEP_V8(c, 8, LOAD_PF, STORE);                                \
+            if (cfull < cols)                                                      \
+                BAND_STEP_V8(cfull, cols - cfull, LOADTAIL, STORE);                \
         }                                                                          \
         FENCE;                                                                     \
-        if (cfull < cols) /* the last cols % 8 columns */                          \
-            tr64(d, s, rows, cols, 0, rows, cfull, cols);                          \
     }
+/* a whole row of 8 columns, and a prefetch pf elements further along it */
+#define LOAD_PF(v, p, n)                                                           \
+    do {                                                                           \
+        __builtin_prefetch((p) + pf);                                              \
+        memcpy(&(v), (p), 64);                                                     \
+    } while (0)
 
+#define LOADTAIL_PLAIN(v, p, n)                                                    \
+    do {                                                                           \
+        (v) = (mt_v8){0};                                                          \
+        memcpy(&(v), (p), 8 * (n));                                                \
+    } while (0)
 #define STORE_PLAIN(p, v) memcpy((p), &(v), 64)
-DEFINE_BAND_V8(tr64_generic, , STORE_PLAIN, (void)0)
+DEFINE_BAND_V8(tr64_generic, , LOADTAIL_PLAIN, STORE_PLAIN, (void)0)
 
 #if defined(__x86_64__)
+/* a masked load: the elements past n are neither read nor able to fault */
+#define LOADTAIL_512(v, p, n) ((v) = (mt_v8)_mm512_maskz_loadu_epi64((__mmask8)((1u << (n)) - 1), (p)))
 #define STORE_NT512(p, v) _mm512_stream_si512((void *)(p), (__m512i)(v))
-DEFINE_BAND_V8(tr64_avx512, __attribute__((target("avx512f"))), STORE_NT512, _mm_sfence())
+DEFINE_BAND_V8(tr64_avx512, __attribute__((target("avx512f"))), LOADTAIL_512, STORE_NT512,
+               _mm_sfence())
 
 /* 4x4 of 64-bit elements: rows a0..a3 in, columns out. */
 #define TR4x4(a0, a1, a2, a3, o0, o1, o2, o3)                                      \
@@ -320,15 +342,26 @@ DEFINE_BAND_V8(tr64_avx512, __attribute__((target("avx512f"))), STORE_NT512, _mm
         o3 = _mm256_permute2x128_si256(t1, t3, 0x31);                              \
     } while (0)
 
-/* One 8x8 tile of rows sr[0..7 * cols]: o[2j], o[2j+1] = column j, rows 0-3 and 4-7. */
-__attribute__((target("avx2"), always_inline)) static inline void tile8_avx2(const uint64_t *sr,
-                                                                           size_t cols, __m256i o[16])
+/* One 8x8 tile of rows sr[0..7 * cols]: o[2j], o[2j+1] = column j, rows 0-3 and 4-7.
+ * n: the columns there are, 8 (with a prefetch pf elements ahead on each row) or, at
+ * the rows' end, 1-7 (masked loads: nothing past them is read). */
+__attribute__((target("avx2"), always_inline)) static inline void
+tile8_avx2(const uint64_t *sr, size_t cols, size_t pf, size_t n, __m256i o[16])
 {
     __m256i lo[8], hi[8];
+    const __m256i lane = _mm256_set_epi64x(3, 2, 1, 0);
+    const __m256i mlo = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n), lane);
+    const __m256i mhi = _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)n - 4), lane);
     for (int k = 0; k < 8; k++) {
-        _mm_prefetch((const char *)(sr + (size_t)k * cols + 8 * PREFETCH_STEPS), _MM_HINT_T0);
-        lo[k] = _mm256_loadu_si256((const __m256i *)(sr + (size_t)k * cols));
-        hi[k] = _mm256_loadu_si256((const __m256i *)(sr + (size_t)k * cols + 4));
+        const uint64_t *p = sr + (size_t)k * cols;
+        if (n == 8) {
+            _mm_prefetch((const char *)(p + pf), _MM_HINT_T0);
+            lo[k] = _mm256_loadu_si256((const __m256i *)p);
+            hi[k] = _mm256_loadu_si256((const __m256i *)(p + 4));
+        } else {
+            lo[k] = _mm256_maskload_epi64((const long long *)p, mlo);
+            hi[k] = _mm256_maskload_epi64((const long long *)(p + 4), mhi);
+        }
     }
     TR4x4(lo[0], lo[1], lo[2], lo[3], o[0], o[2], o[4], o[6]);
     TR4x4(lo[4], lo[5], lo[6], lo[7], o[1], o[3], o[5], o[7]);
@@ -336,34 +369,43 @@ __attribute__((target("avx2"), always_inline)) static inline void tile8_avx2(con
     TR4x4(hi[4], hi[5], hi[6], hi[7], o[9], o[11], o[13], o[15]);
 }
 
+/* Step c of a band with 256-bit registers: n (8, or 1-7 at the rows' end) columns. */
+__attribute__((target("avx2"), always_inline)) static inline void
+step_avx2(uint64_t *d, const uint64_t *sb, size_t rows, size_t cols, size_t rb, int nt,
+          size_t c, size_t n, size_t pf)
+{
+    __m256i o[BAND_TILES_MAX][16];
+    for (int t = 0; t < nt; t++)
+        tile8_avx2(sb + (size_t)t * 8 * cols + c, cols, pf, n, o[t]);
+    for (size_t j = 0; j < n; j++) {
+        __m256i *dl = (__m256i *)(d + (c + j) * rows + rb);
+        for (int t = 0; t < nt; t++) {
+            _mm256_stream_si256(dl + 2 * t, o[t][2 * j]);
+            _mm256_stream_si256(dl + 2 * t + 1, o[t][2 * j + 1]);
+        }
+    }
+}
+
 /* The band kernel of the comment above with 256-bit registers. */
 __attribute__((target("avx2"))) static void tr64_avx2(uint64_t *d, const uint64_t *s,
-                                                      size_t rows, size_t cols, int tiles)
+                                                      size_t rows, size_t cols, int tiles,
+                                                      size_t pf)
 {
     size_t cfull = cols & ~(size_t)7;
     for (size_t rb = 0; rb < rows; rb += 8 * (size_t)tiles) {
         int nt = band_tiles(rows, rb, tiles);
         const uint64_t *sb = s + rb * cols;
-        for (size_t c = 0; c < cfull; c += 8) {
-            __m256i o[BAND_TILES_MAX][16];
-            for (int t = 0; t < nt; t++)
-                tile8_avx2(sb + (size_t)t * 8 * cols + c, cols, o[t]);
-            for (int j = 0; j < 8; j++) {
-                __m256i *dl = (__m256i *)(d + (c + (size_t)j) * rows + rb);
-                for (int t = 0; t < nt; t++) {
-                    _mm256_stream_si256(dl + 2 * t, o[t][2 * j]);
-                    _mm256_stream_si256(dl + 2 * t + 1, o[t][2 * j + 1]);
-                }
-            }
-        }
+        for (size_t c = 0; c < cfull; c += 8)
+            step_avx2(d, sb, rows, cols, rb, nt, c, 8, pf);
+        if (cfull < cols)
+            step_avx2(d, sb, rows, cols, rb, nt, cfull, cols - cfull, pf);
     }
     _mm_sfence();
-    if (cfull < cols) /* the last cols % 8 columns */
-        tr64(d, s, rows, cols, 0, rows, cfull, cols);
 }
 #endif
 
-typedef void band_fn(uint64_t *d, const uint64_t *s, size_t rows, size_t cols, int tiles);
+typedef void band_fn(uint64_t *d, const uint64_t *s, size_t rows, size_t cols, int tiles,
+                     size_t pf);
 
 /* The band kernel of the chosen level. */
 static band_fn *band_kernel(void)
@@ -383,29 +425,56 @@ static int banded(const void *dst, size_t rows)
     return rows % 8 == 0 && ((uintptr_t)dst & 63) == 0;
 }
 
-static int forced_tiles; /* mt_set_band_rows; 0: the CPU's own height */
+/* The corner turn's parameters by microarchitecture, the row of this table the CPU
+ * matches (config.transpose_tuning): the band height and how far ahead each source row
+ * is prefetched. Measured with bench/mem-test and MEM_TEST_BAND_ROWS, and with a harness
+ * that turns mem-test's two block shapes between runs of a plain streaming copy in one
+ * process (this VM's bandwidth changes from minute to minute):
+ * - AMD with AVX-512 (Zen 4; Zen 5 assumed alike): 16-row bands turned both block shapes
+ *   10-20 % faster than 64-row ones, at the AVX2 and AVX-512 levels alike, and a
+ *   prefetch 4 steps (256 bytes) ahead 0.85 x the copy's speed where 12 steps gave 0.74
+ *   x: with 16 read streams the hardware prefetcher follows the rows, and prefetches
+ *   further ahead evict lines before they are used;
+ * - Intel (a Xeon with AVX-512) and AMD Zen 3: 64-row bands, 12 steps ahead.
+ * Timing the heights on the thread's own rings before the run was tried and rejected:
+ * back-to-back turns of one ring ranked them within 5 % of each other and picked a
+ * different one from run to run. */
+typedef struct {
+    const char *name;
+    int tiles;          /* 8x8 tiles per band: the band height / 8 */
+    int prefetch_steps; /* 64-byte steps ahead on each source row */
+} tuning;
+static const tuning amd_avx512 = {"amd-avx512", 2, 4}, other = {"default", BAND_TILES_MAX, 12};
 
-/* Tiles per band on this CPU: 2 (16 rows) on AMD CPUs with AVX-512 (Zen 4 and later),
- * 8 (64 rows) elsewhere. Measured with bench/mem-test, forcing each height with
- * MEM_TEST_BAND_ROWS: on an AMD EPYC Zen 4 VM 16-row bands turned both mem-test block
- * shapes 10-20 % faster than 64-row ones, at the AVX2 and AVX-512 levels alike; Zen 3
- * and an Intel Xeon were fastest with 64 rows. Timing the heights on the thread's own
- * rings before the run was tried and rejected: back-to-back turns of one ring rank the
- * heights within 5 % of each other and picked a different one from run to run. */
-static int band_tiles_here(void)
+static const tuning *tuning_here(void)
 {
-    static int own; /* found once */
-    if (forced_tiles)
-        return forced_tiles;
+    static const tuning *own; /* found once */
     if (!own) {
-        own = BAND_TILES_MAX;
+        own = &other;
 #if defined(__x86_64__)
         __builtin_cpu_init();
         if (__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f"))
-            own = 2;
+            own = &amd_avx512;
 #endif
     }
     return own;
+}
+
+static int forced_tiles; /* mt_set_band_rows; 0: the CPU's own height */
+
+static int band_tiles_here(void)
+{
+    return forced_tiles ? forced_tiles : tuning_here()->tiles;
+}
+
+const char *mt_transpose_tuning(void)
+{
+    return tuning_here()->name;
+}
+
+int mt_prefetch_bytes(void)
+{
+    return 64 * tuning_here()->prefetch_steps;
 }
 
 int mt_set_band_rows(const char *rows, const char **why)
@@ -436,7 +505,8 @@ void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t e
             tr64(dst, src, rows, cols, 0, rows, 0, cols);
             break;
         }
-        band_kernel()(dst, src, rows, cols, band_tiles_here());
+        band_kernel()(dst, src, rows, cols, band_tiles_here(),
+                      8 * (size_t)tuning_here()->prefetch_steps);
         break;
     default:
         tr128(dst, src, rows, cols, 0, rows, 0, cols);

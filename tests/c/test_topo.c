@@ -27,6 +27,15 @@ static void test_topology(void)
         memset(p, 1, 1 << 20);
         cb_free_on_node(&t, p, 1 << 20);
     }
+    /* on a 2 MiB boundary (whole huge pages), whatever the size asked for */
+    for (size_t size = 4096; size <= (5u << 20) + 8; size = size * 3 + 8) {
+        char *q = cb_alloc_on_node(&t, n->os_index, size);
+        CHECK(q != NULL && ((uintptr_t)q & ((2u << 20) - 1)) == 0);
+        if (q) {
+            memset(q, 1, size);
+            cb_free_on_node(&t, q, size);
+        }
+    }
     CHECK(cb_bind_thread_to_pu(&t, n->core_pu[0]) == 0);
     cb_topo_free(&t);
 }

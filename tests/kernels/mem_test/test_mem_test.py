@@ -242,15 +242,19 @@ def test_only_the_cpus_of_its_affinity_are_used(tmp_path):
 
 
 def test_band_height_is_the_cpus_own_unless_forced(tmp_path):
-    # 16-row bands on AMD CPUs with AVX-512 (Zen 4 and later), 64 elsewhere (memops.c);
-    # MEM_TEST_BAND_ROWS forces one, verified like any other; anything else is exit 2.
+    # The corner turn's table by microarchitecture (memops.c, tuning_here): on AMD CPUs
+    # with AVX-512 (Zen 4 and later) 16-row bands and a prefetch 256 bytes ahead, 64 rows
+    # and 768 bytes elsewhere; the document names the row. MEM_TEST_BAND_ROWS forces a
+    # height, verified like any other; anything else is exit 2.
     cpuinfo = open('/proc/cpuinfo').read()
     amd = 'AuthenticAMD' in cpuinfo
     out = tmp_path / 'own.json'
     r = run(*SMALL, '--ops', 'transpose', '--json', str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    own = 16 if amd and 'avx512' in kernel_levels() else 64
-    assert json.loads(out.read_text())['config']['transpose_band_rows'] == own
+    own = ('amd-avx512', 16, 256) if amd and 'avx512' in kernel_levels() else ('default', 64, 768)
+    config = json.loads(out.read_text())['config']
+    assert (config['transpose_tuning'], config['transpose_band_rows'],
+            config['transpose_prefetch_bytes']) == own
     for rows in ('8', '32'):
         out = tmp_path / f'{rows}.json'
         r = run(*SMALL, '--ops', 'transpose', '--json', str(out),
@@ -258,6 +262,7 @@ def test_band_height_is_the_cpus_own_unless_forced(tmp_path):
         assert r.returncode == 1, r.stdout + r.stderr
         doc = json.loads(out.read_text())
         assert doc['config']['transpose_band_rows'] == int(rows)
+        assert doc['config']['transpose_tuning'] == own[0]  # the height alone is forced
         assert doc['metrics']['verification_errors']['value'] == 1
     for bad in ('24', 'sixteen', '-8'):
         r = run(*SMALL, env={'MEM_TEST_BAND_ROWS': bad})
