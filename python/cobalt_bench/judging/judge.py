@@ -31,10 +31,7 @@ from . import sanity
 def verdict_of(value, ref):
     '''PASS, FAIL, XFAIL or XPASS: what ReFrame records for a performance variable judged
     by the site.Ref `ref`.'''
-    return _verdict(within(value, ref.bounds), ref)    # meets(), the Ref's bounds
-
-
-def _verdict(ok, ref):
+    ok = within(value, ref.bounds)      # meets(), with the Ref's bounds worked out once
     if ref.xfail:
         return Result.XPASS if ok else Result.XFAIL
     return Result.PASS if ok else Result.FAIL
@@ -227,10 +224,9 @@ def annotate(case, site, partition=None, memo=None):
 
 
 def _judged_metric(m, ref):
-    b = ref.bounds      # a cached property: read once (verdict_of's rule with it)
+    b = ref.bounds      # a cached property: worked out once per reference
     return replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
-                   lower=b.lower, upper=b.upper, verdict=_verdict(within(m.value, b), ref),
-                   entry=ref)
+                   lower=b.lower, upper=b.upper, verdict=verdict_of(m.value, ref), entry=ref)
 
 
 def _outcome(case, metrics, problems):

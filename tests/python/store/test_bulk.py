@@ -15,12 +15,16 @@ from plugins.checkout import DATA
 MANY = 64           # items, with MIN_PARALLEL lowered below it: workers are used
 
 
-@pytest.fixture
-def parallel(monkeypatch):
+def _use_workers(monkeypatch):
     '''Workers for any number of items, a few per task, two of them even on one CPU.'''
     monkeypatch.setattr(bulk, 'MIN_PARALLEL', 2)
     monkeypatch.setattr(bulk, 'CHUNK', 5)
     monkeypatch.setattr(bulk, 'usable_cpus', lambda: 2)
+
+
+@pytest.fixture
+def parallel(monkeypatch):
+    _use_workers(monkeypatch)
 
 
 def _pid_and_square(n):
@@ -117,9 +121,7 @@ def _seen(run):
 def test_a_run_read_by_workers_is_the_run_read_here(tmp_path, monkeypatch):
     path = str(_job_dir(tmp_path / 'jobs', MANY))
     here = job_record.with_job_judgements(reader.load_run(path))[0]
-    monkeypatch.setattr(bulk, 'MIN_PARALLEL', 2)
-    monkeypatch.setattr(bulk, 'CHUNK', 5)
-    monkeypatch.setattr(bulk, 'usable_cpus', lambda: 2)
+    _use_workers(monkeypatch)
     workers = job_record.with_job_judgements(reader.load_run(path))[0]
     assert _seen(workers) == _seen(here)
     assert len(here.cases) == MANY and len(here.damaged) == 1
