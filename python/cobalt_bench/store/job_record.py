@@ -106,7 +106,7 @@ def lost_case(doc_path, kernel, node, status):
 def read_record(path):
     '''The record at `path` as a dict, or None where it is unreadable or no record.'''
     try:
-        rec = documents.read_json(path)
+        rec = documents.read_json(path, share=False)     # read for a few fields
     except (documents.Damaged, OSError):
         return None
     return rec if isinstance(rec, dict) else None
@@ -183,18 +183,43 @@ def slurm_accounting(cases):
 
 
 def _judgement_of(doc_path, root):
-    '''({site_dir, partition, command}: those of them that are strings, ExitStatus or None)
-    that the record beside the job document `doc_path` keeps, or None where there is no
-    readable record, or it leaves the run `root` (store.confine). Run in a worker
-    (store.bulk): a sweep has as many records as documents.'''
+    '''judgement_in of the record beside the job document `doc_path`, or None where it
+    leaves the run `root` (store.confine). Run in a worker (store.bulk): a sweep has as
+    many records as documents.'''
     path = judged_path(doc_path)
     if confine.file_problem(path, root):
         return None
+    return judgement_in(path)
+
+
+def judgement_in(path):
+    '''What a case takes of the record at `path`, which the caller found in the run
+    (store.confine): (site_dir, partition, command: each a string or None, ExitStatus or
+    None), or None where it is unreadable or no record.'''
     rec = read_record(path)
     if rec is None:
         return None
-    return ({k: rec[k] for k in ('site_dir', 'partition', 'command')
-             if isinstance(rec.get(k), str)}, record_status(rec))
+    site_dir, partition, command = (
+        v if isinstance(v, str) else None
+        for v in (rec.get('site_dir'), rec.get('partition'), rec.get('command')))
+    return site_dir, partition, command, record_status(rec)
+
+
+def take_judgement(case, judgement, sites):
+    '''`case` completed in place by what judgement_in read of its record (None: no record):
+    the partition it was judged on, its command line, its exit status; the site directory
+    the record names is added to `sites`.'''
+    if judgement is None:
+        return
+    site_dir, partition, command, status = judgement
+    if site_dir is not None:
+        sites.add(site_dir)
+    if partition is not None:
+        case.judged_partition = partition
+    if command is not None:
+        case.command = command
+    if status is not None:
+        case.exit_status = status
 
 
 def with_job_judgements(run):
@@ -203,26 +228,19 @@ def with_job_judgements(run):
     and the site directories they name (what they say: verdict.site_of_run decides what is
     loaded). The cases are the reader's, still being made: they are completed in place
     (a copy each cost a 10,000-node sweep seconds). A record that leaves the run
-    (store.confine) is not read.'''
+    (store.confine) is not read. A directory of job documents had its records read with
+    them (store.reader, one pass over a sweep's files: Run.recorded); the rest are read
+    here.'''
     if run.kind != KIND_JOBS:
         return run, []
-    sites = set()
+    sites = set(run.recorded.sites)
     root = confine.run_root(run.path)
-    owners = [(case, path) for case in run.cases for path in case.doc_paths]
+    owners = [(case, path) for case in run.cases for path in case.doc_paths
+              if path not in run.recorded.documents]
     judgements = bulk.map_items(functools.partial(_judgement_of, root=root),
                                 [path for _, path in owners])
     for (case, _), found in zip(owners, judgements):
-        if found is None:
-            continue
-        fields, status = found
-        if 'site_dir' in fields:
-            sites.add(fields['site_dir'])
-        if 'partition' in fields:
-            case.judged_partition = fields['partition']
-        if 'command' in fields:
-            case.command = fields['command']
-        if status is not None:
-            case.exit_status = status
+        take_judgement(case, found, sites)
     for path in run.sources:    # the records of jobs that left no document
         rec = read_record(path) if path.endswith(JUDGED_SUFFIX) else None
         if rec is not None and isinstance(rec.get('site_dir'), str):

@@ -143,6 +143,13 @@ def replace(obj, **changes):
 
 
 @dataclass
+class Recorded:
+    '''The job records a reader took into a run's cases as it read their documents.'''
+    documents: set = field(default_factory=set)     # the paths of those documents
+    sites: set = field(default_factory=set)         # the site directories they name
+
+
+@dataclass
 class Run:
     path: str
     kind: str                   # 'reframe' (a run directory) or 'jobs' (job documents)
@@ -160,6 +167,10 @@ class Run:
     report_damage: object = None  # documents.Damage of an unusable report.json, or None
     # The nodes' inventories (store.inventory.Inventory) found beside the results.
     inventories: list = field(default_factory=list)
+    # A directory of job documents: the `cobalt-bench judge` records the reader read with
+    # the documents beside them, and took into their cases (job_record.with_job_judgements
+    # reads the others).
+    recorded: 'Recorded' = field(default_factory=lambda: Recorded())
 
     def __post_init__(self):
         self.state = RunState(self.state)

@@ -24,8 +24,9 @@ from . import bulk, confine, inventory, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
                         perf_entry, read_json, relpath, report_testcases, testcase_problems)
 from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
-                         kernel_of, unfinished_jobs)
-from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Run
+                         judged_path, judgement_in, kernel_of, take_judgement,
+                         unfinished_jobs)
+from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Recorded, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
 
@@ -287,10 +288,19 @@ def _case_from_doc(doc, path):
 
 
 
-def _job_file(path):
-    '''(what, value) of one JSON file of a directory of job documents: (dict, document),
-    (Damage, why it cannot be used), (inventory.Inventory, a node's inventory), or (None,
-    None) for somebody else's JSON. Run in a worker (store.bulk): a sweep has 100,000.'''
+def _job_file(item):
+    '''(what, value, judgement) of one JSON file of a directory of job documents, `item`
+    (its path, the path of the `cobalt-bench judge` record beside it or None): (dict,
+    document, job_record.judgement_in of its record or None), (Damage, why it cannot be
+    used, None), (inventory.Inventory, a node's inventory, None), or (None, None, None) for
+    somebody else's JSON. Run in a worker (store.bulk): a sweep has 100,000 documents, and
+    as many records.'''
+    path, record = item
+    kind, value = _job_json(path)
+    return kind, value, (judgement_in(record) if record and kind is dict else None)
+
+
+def _job_json(path):
     try:
         doc = read_json(path)
     except Damaged as err:
@@ -423,21 +433,32 @@ def load_run(path):
                 damaged.append(Damage(p, refused))
             else:
                 parsed.append(p)
-    for p, (kind, value) in zip(parsed, bulk.map_items(_job_file, parsed)):
+    # Each document is read with its record, where the walk found one it may read.
+    readable = set(records)
+    items = [(p, judged_path(p)) for p in parsed]
+    items = [(p, rec if rec in readable else None) for p, rec in items]
+    recorded = Recorded()
+    for p, (kind, value, judgement) in zip(parsed, bulk.map_items(_job_file, items)):
         if kind is Damage:
             damaged.append(value)
         elif kind is inventory.Inventory:
             inventories.append(value)
         elif kind is dict:
-            docs.append((p, value))
+            # Made as it comes: the workers parse the next documents meanwhile.
+            case = _case_from_doc(value, p)
+            take_judgement(case, judgement, recorded.sites)
+            docs.append((p, case))
     if not docs and not damaged and not marks and not records and not inventories:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
     run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
     run.inventories = sorted(inventories, key=lambda i: i.path)
-    for p, doc in sorted(docs):
-        run.cases.append(_case_from_doc(doc, p))
+    docs.sort(key=lambda item: item[0])
+    for p, case in docs:
+        run.cases.append(case)
         run.sources.append(p)
+    recorded.documents.update(run.sources)
+    run.recorded = recorded
     for d in sorted(damaged, key=lambda d: d.path):
         # A job's document that cannot be read: its job's result is lost, not absent.
         jobid = jobid_of(d.path)

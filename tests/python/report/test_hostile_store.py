@@ -21,7 +21,7 @@ import shutil
 
 import pytest
 
-from cobalt_bench.store import reader
+from cobalt_bench.store import job_record, reader
 from plugins.checkout import DATA, ROOT, cobalt_cli
 
 STORE_DATA = DATA / 'store'
@@ -254,3 +254,25 @@ def test_a_directory_of_job_documents_reads_only_its_own_regular_files(tmp_path)
         'mem-test-9.json': 'refused: not a regular file'}
     assert sorted(os.path.relpath(p, run) for p in loaded.sources) == [
         'mem-test-10.json', os.path.join('n1', 'mem-test-7.json')]
+
+
+def test_a_job_record_that_leaves_the_run_is_not_read(tmp_path):
+    # A document's `cobalt-bench judge` record is read with it (one pass over a sweep's
+    # files): a record that is a link leading out of the run, or a pipe, is never opened,
+    # by that pass nor by with_job_judgements.
+    run = tmp_path / 'sweep'
+    (run / 'n1').mkdir(parents=True)
+    outside = tmp_path / 'elsewhere'
+    outside.mkdir()
+    (outside / 'record.json').write_text(json.dumps(
+        {'partition': 'local:planted', 'command': 'planted'}))
+    for jobid in (7, 8, 9):
+        shutil.copy(STORE_DATA / 'mem-test.json', run / 'n1' / f'mem-test-{jobid}.json')
+    os.symlink(outside / 'record.json', run / 'n1' / 'mem-test-7.judged.json')
+    os.mkfifo(run / 'n1' / 'mem-test-8.judged.json')
+    (run / 'n1' / 'mem-test-9.judged.json').write_text(json.dumps(
+        {'partition': 'local:default', 'command': 'mem-test --json mem-test-9.json'}))
+    loaded, _ = job_record.with_job_judgements(reader.load_run(str(run)))
+    taken = {c.jobid: (c.judged_partition, c.command) for c in loaded.cases}
+    assert taken == {'7': ('', ''), '8': ('', ''),
+                     '9': ('local:default', 'mem-test --json mem-test-9.json')}
