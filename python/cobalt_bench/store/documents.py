@@ -137,7 +137,11 @@ def _share_strings(doc):
     every level would cost as much as the parse.'''
     for part in _shared(doc):
         for entry in _shared(part):
-            _shared(entry)
+            # The third level inline: it is most of the calls (a metric's {value, unit}).
+            pairs = entry.items() if entry.__class__ is dict else enumerate(entry)
+            for k, v in pairs:
+                if v.__class__ is str and len(v) <= 40:
+                    entry[k] = _intern(v)
 
 
 def read_json(path, finite=True, share=True):
@@ -148,8 +152,10 @@ def read_json(path, finite=True, share=True):
     its check and not the run. `share`: its short strings shared with other documents'
     (one kept in memory; a record read for a few fields and dropped is read without).'''
     try:
-        with open(path, 'rb') as fp:
-            data = fp.read()
+        # Unbuffered, read whole: a buffered reader costs a sweep's 200,000 files a fifth
+        # of their parse.
+        with open(path, 'rb', buffering=0) as fp:
+            data = fp.readall()
     except OSError as err:
         raise Damaged(path, f'cannot read: {err.strerror or err}')
     parsed = _fast_parse(data, share)
