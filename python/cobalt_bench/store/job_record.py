@@ -235,8 +235,8 @@ def with_job_judgements(run):
         return run, []
     sites = set(run.recorded.sites)
     root = confine.run_root(run.path)
-    owners = [(case, path) for case in run.cases for path in case.doc_paths
-              if path not in run.recorded.documents]
+    owners = [] if run.recorded.every else [
+        (case, path) for case in run.cases for path in case.doc_paths]
     judgements = bulk.map_items(functools.partial(_judgement_of, root=root),
                                 [path for _, path in owners])
     for (case, _), found in zip(owners, judgements):

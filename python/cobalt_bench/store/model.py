@@ -145,7 +145,7 @@ def replace(obj, **changes):
 @dataclass
 class Recorded:
     '''The job records a reader took into a run's cases as it read their documents.'''
-    documents: set = field(default_factory=set)     # the paths of those documents
+    every: bool = False     # every document's record was looked for (a directory's run)
     sites: set = field(default_factory=set)         # the site directories they name
 
 

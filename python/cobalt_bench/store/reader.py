@@ -457,7 +457,7 @@ def load_run(path):
     for p, case in docs:
         run.cases.append(case)
         run.sources.append(p)
-    recorded.documents.update(run.sources)
+    recorded.every = True
     run.recorded = recorded
     for d in sorted(damaged, key=lambda d: d.path):
         # A job's document that cannot be read: its job's result is lost, not absent.
