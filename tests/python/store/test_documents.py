@@ -74,6 +74,8 @@ def test_a_key_given_twice_is_refused_however_it_is_hidden(tmp_path, text):
     ('{"value": 1', 'the text ends in the middle of the document'),
     ('', 'empty file'),
     ('{"value": 1} x', 'not valid JSON: Extra data'),
+    ('[' * 5000 + ']' * 5000, 'nested too deeply'),
+    ('\ufeff{"value": 1}', 'not valid JSON: Unexpected UTF-8 BOM'),
 ])
 def test_what_orjson_refuses_is_said_by_the_strict_reader(tmp_path, text, said):
     path = tmp_path / 'doc.json'
