@@ -140,8 +140,14 @@ def _share_strings(doc):
             # The third level inline: it is most of the calls (a metric's {value, unit}).
             pairs = entry.items() if entry.__class__ is dict else enumerate(entry)
             for k, v in pairs:
-                if v.__class__ is str and len(v) <= 40:
-                    entry[k] = _intern(v)
+                if v.__class__ is str:
+                    if len(v) <= 40:
+                        entry[k] = _intern(v)
+                elif v.__class__ is list and v and v[0].__class__ is str:
+                    # A fourth level of names only (a preflight finding's `affects`).
+                    for i, name in enumerate(v):
+                        if name.__class__ is str and len(name) <= 40:
+                            v[i] = _intern(name)
 
 
 def read_json(path, finite=True, share=True):
