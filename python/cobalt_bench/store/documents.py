@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .. import kernels
 from ..errors import CannotRun
+from .result import Result, SettingStatus
 
 try:
     # orjson parses a document three times as fast as json with the unique-keys hook: a
@@ -26,7 +27,6 @@ try:
     import orjson as _orjson
 except ImportError:                         # pragma: no cover (requirements.txt pins it)
     _orjson = None
-from .result import Result, SettingStatus
 
 # Problems said about one entry are cut to this many characters of the bad value: a
 # damaged file may hold anything, megabytes included.
@@ -128,26 +128,16 @@ def _shared(obj):
     return inner
 
 
-def _share_strings(doc):
+def _share_strings(obj, depth=4):
     '''The short strings of a parsed document shared with every other document's (interned,
-    as _unique_keys does; orjson shares the keys) down to three levels: a kernel document's
-    top level, its sections (config, compliance, each domain, each finding) and their
-    entries (each metric's unit, a finding's `affects`). A sweep's documents repeat the
-    same units and names: as a string each, a fifth of a document's memory. A walk of
-    every level would cost as much as the parse.'''
-    for part in _shared(doc):
-        for entry in _shared(part):
-            # The third level inline: it is most of the calls (a metric's {value, unit}).
-            pairs = entry.items() if entry.__class__ is dict else enumerate(entry)
-            for k, v in pairs:
-                if v.__class__ is str:
-                    if len(v) <= 40:
-                        entry[k] = _intern(v)
-                elif v.__class__ is list and v and v[0].__class__ is str:
-                    # A fourth level of names only (a preflight finding's `affects`).
-                    for i, name in enumerate(v):
-                        if name.__class__ is str and len(name) <= 40:
-                            v[i] = _intern(name)
+    as _unique_keys does; orjson shares the keys) down to `depth` levels: a kernel
+    document's top level, its sections (config, compliance, each domain, each finding),
+    their entries (each metric's unit) and a finding's `affects`. A sweep's documents
+    repeat the same units and names: as a string each, a fifth of a document's memory. A
+    walk of every level would cost as much as the parse.'''
+    for inner in _shared(obj):
+        if depth > 1:
+            _share_strings(inner, depth - 1)
 
 
 def read_json(path, finite=True, share=True):

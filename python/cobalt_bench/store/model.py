@@ -170,7 +170,7 @@ class Run:
     # A directory of job documents: the `cobalt-bench judge` records the reader read with
     # the documents beside them, and took into their cases (job_record.with_job_judgements
     # reads the others).
-    recorded: 'Recorded' = field(default_factory=lambda: Recorded())
+    recorded: Recorded = field(default_factory=Recorded)
 
     def __post_init__(self):
         self.state = RunState(self.state)

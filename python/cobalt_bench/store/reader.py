@@ -435,9 +435,8 @@ def load_run(path):
                 parsed.append(p)
     # Each document is read with its record, where the walk found one it may read.
     readable = set(records)
-    items = [(p, judged_path(p)) for p in parsed]
-    items = [(p, rec if rec in readable else None) for p, rec in items]
-    recorded = Recorded()
+    items = [(p, judged_path(p) if judged_path(p) in readable else None) for p in parsed]
+    sites = set()
     for p, (kind, value, judgement) in zip(parsed, bulk.map_items(_job_file, items)):
         if kind is Damage:
             damaged.append(value)
@@ -446,19 +445,18 @@ def load_run(path):
         elif kind is dict:
             # Made as it comes: the workers parse the next documents meanwhile.
             case = _case_from_doc(value, p)
-            take_judgement(case, judgement, recorded.sites)
+            take_judgement(case, judgement, sites)
             docs.append((p, case))
     if not docs and not damaged and not marks and not records and not inventories:
         raise CannotRun(f'{path}: neither a run directory (report.json, output/, perflogs/) '
                         'nor a directory of kernel JSON documents')
-    run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='')
+    run = Run(path=path, kind=KIND_JOBS, site=os.path.basename(path), run_id='',
+              recorded=Recorded(every=True, sites=sites))
     run.inventories = sorted(inventories, key=lambda i: i.path)
     docs.sort(key=lambda item: item[0])
     for p, case in docs:
         run.cases.append(case)
         run.sources.append(p)
-    recorded.every = True
-    run.recorded = recorded
     for d in sorted(damaged, key=lambda d: d.path):
         # A job's document that cannot be read: its job's result is lost, not absent.
         jobid = jobid_of(d.path)
