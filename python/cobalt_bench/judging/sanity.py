@@ -12,6 +12,7 @@ report to a job's document (judging.judge), and the verdict reads what it said.
 '''
 
 import re
+from collections.abc import Mapping
 
 from ..store.exit_status import ExitStatus, not_run_text
 
@@ -133,7 +134,7 @@ def document_problems(doc, kernel, metric_units):
     if doc.get('test') != kernel:
         problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
     metrics = doc.get('metrics')
-    metrics = metrics if isinstance(metrics, dict) else {}
+    metrics = metrics if isinstance(metrics, Mapping) else {}    # a dict, or MetricEntries
     missing, valueless, wrong = [], [], []
     for m, u in metric_units.items():       # one pass: each list in the declared order
         entry = metrics.get(m)

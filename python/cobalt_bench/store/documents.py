@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .. import kernels
 from ..errors import CannotRun
+from .metric_entries import MetricEntries
 from .result import Result, SettingStatus
 
 try:
@@ -366,7 +367,9 @@ def kernel_doc_problems(doc):
     if not isinstance(doc.get('test'), str) or not doc.get('test'):
         problems.append(f'"test" is {show(doc.get("test"))}, not the program\'s name')
     metrics = doc.get('metrics')
-    if not isinstance(metrics, dict):
+    if metrics.__class__ is MetricEntries:
+        pass        # held so once checked (store.metric_entries): each entry is whole
+    elif not isinstance(metrics, dict):
         problems.append(f'"metrics" is {_kind(metrics)}, not an object')
     else:
         for name, m in metrics.items():

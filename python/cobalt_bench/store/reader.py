@@ -26,6 +26,7 @@ from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_
 from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
                          judged_path, judgement_in, kernel_of, take_judgement,
                          unfinished_jobs)
+from .metric_entries import MetricEntries, compact
 from .model import KIND_JOBS, KIND_REFRAME, Case, Metric, Recorded, Run
 from .result import Result, RunState
 from .runs import REPORT, is_run_dir, run_state
@@ -128,7 +129,7 @@ def _collect_docs(case, dirs, root, expected=None):
             if problems:
                 _damage(case, path, '; '.join(problems[:3]))
                 continue
-            case.docs.append(doc)
+            case.docs.append(compact(doc))
             case.doc_paths.append(path)
     if expected and expected not in seen and case.result is Result.PASS and case.dirs:
         _damage(case, os.path.join(case.dirs[0], expected),
@@ -280,7 +281,11 @@ def _case_from_doc(doc, path):
         case.fail_phase = 'compliance'
         case.fail_reason = (f'{doc.get("test")} reported not compliant '
                             f'(threshold {doc["compliance"].get("threshold")})')
-    for name, m in doc['metrics'].items():
+    metrics = doc['metrics']
+    if metrics.__class__ is MetricEntries:      # every value a number (compact)
+        case.metrics = [Metric(name, value, unit) for name, value, unit in metrics.triples()]
+        return case
+    for name, m in metrics.items():
         if isinstance(m, dict) and isinstance(m.get('value'), (int, float)):
             case.metrics.append(Metric(name, m['value'], m.get('unit') or ''))
     return case
@@ -315,7 +320,7 @@ def _job_json(path):
     problems = kernel_doc_problems(doc)
     if problems:
         return Damage, Damage(path, '; '.join(problems[:3]))
-    return dict, doc
+    return dict, compact(doc)
 
 
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')
@@ -387,7 +392,7 @@ def load_run(path):
         if problems:
             raise Damaged(path, 'not a valid kernel JSON document: ' + '; '.join(problems[:3]))
         run = Run(path=path, kind=KIND_JOBS, run_id=os.path.basename(path))
-        run.cases.append(_case_from_doc(doc, path))
+        run.cases.append(_case_from_doc(compact(doc), path))
         run.sources.append(path)
         return run
     if not os.path.isdir(path):
