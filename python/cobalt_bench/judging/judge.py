@@ -23,7 +23,7 @@ from .. import kernels
 from .. import site as site_mod
 from ..site.bounds import Bounds, meets, within
 from ..store.identity import CheckName
-from ..store.model import replace
+from ..store.model import Metric, replace
 from ..store.result import Result
 from . import sanity
 
@@ -225,8 +225,10 @@ def annotate(case, site, partition=None, memo=None):
 
 def _judged_metric(m, ref):
     b = ref.bounds      # a cached property: worked out once per reference
-    return replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
-                   lower=b.lower, upper=b.upper, verdict=verdict_of(m.value, ref), entry=ref)
+    # Every field given, by position (a sweep judges 280,000 metrics: a third of the cost
+    # of replace()); tests/python/judging/test_judge.py holds it to replace()'s copy.
+    return Metric(m.name, m.value, m.unit, ref.value, ref.lower, ref.upper,
+                  verdict_of(m.value, ref), b.lower, b.upper, ref)
 
 
 def _outcome(case, metrics, problems):

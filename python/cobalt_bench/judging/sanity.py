@@ -12,9 +12,9 @@ report to a job's document (judging.judge), and the verdict reads what it said.
 '''
 
 import re
-from collections.abc import Mapping
 
 from ..store.exit_status import ExitStatus, not_run_text
+from ..store.metric_entries import MAX_LAYOUTS, MetricEntries
 
 
 def did_not_run(phase, reason):
@@ -134,7 +134,22 @@ def document_problems(doc, kernel, metric_units):
     if doc.get('test') != kernel:
         problems.append(f'JSON result is not from {kernel}: test={doc.get("test")!r}')
     metrics = doc.get('metrics')
-    metrics = metrics if isinstance(metrics, Mapping) else {}    # a dict, or MetricEntries
+    if metrics.__class__ is MetricEntries:
+        entries, counted = _layout_problems(metrics, metric_units)
+    else:
+        entries, counted = _entry_problems(metrics if isinstance(metrics, dict) else {},
+                                           metric_units)
+    problems += entries
+    if counted:
+        errors = verification_errors(doc)
+        if errors:
+            problems.append(verification_reason(kernel, errors))
+    return problems
+
+
+def _entry_problems(metrics, metric_units):
+    '''(the messages on the declared metrics of `metrics`, whether its verification_errors
+    is to be counted): each declared metric there, finite, in its unit.'''
     missing, valueless, wrong = [], [], []
     for m, u in metric_units.items():       # one pass: each list in the declared order
         entry = metrics.get(m)
@@ -145,18 +160,33 @@ def document_problems(doc, kernel, metric_units):
             valueless.append(m)
         if entry.get('unit') != u:
             wrong.append(f'{m} ({entry.get("unit")!r}, expected {u!r})')
+    problems = []
     if missing:
         problems.append(f'JSON result lacks metrics {missing}')
     if valueless:
         problems.append(f'JSON metrics without a finite value: {valueless}')
     if wrong:
         problems.append(f'JSON metrics in unexpected units: {wrong}')
-    if 'verification_errors' in metric_units and 'verification_errors' not in missing + \
-            valueless:
-        errors = verification_errors(doc)
-        if errors:
-            problems.append(verification_reason(kernel, errors))
-    return problems
+    counted = 'verification_errors' in metric_units and \
+        'verification_errors' not in missing + valueless
+    return tuple(problems), counted
+
+
+#: {layout of compact metrics: (the metric units asked, _entry_problems)}, at most
+#: metric_entries.MAX_LAYOUTS of them.
+_BY_LAYOUT = {}
+
+
+def _layout_problems(metrics, metric_units):
+    '''_entry_problems of compact metrics (store.metric_entries), whose every value is
+    finite: what it says depends on their names and units alone, which a sweep's 100,000
+    documents share, so it is worked out once for them.'''
+    found = _BY_LAYOUT.get(metrics.layout)
+    if found is None or found[0] is not metric_units:
+        found = (metric_units, _entry_problems(metrics, metric_units))
+        if len(_BY_LAYOUT) < MAX_LAYOUTS:
+            _BY_LAYOUT[metrics.layout] = found
+    return found[1]
 
 
 def verification_errors(doc):

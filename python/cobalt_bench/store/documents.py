@@ -109,9 +109,7 @@ def _fast_parse(data, share):
             return None
     except (ValueError, TypeError):         # orjson.JSONDecodeError is a ValueError
         return None
-    if share and (obj.__class__ is dict or obj.__class__ is list):
-        _share_strings(obj)
-    return obj
+    return share_strings(obj) if share else obj
 
 
 def _shared(obj):
@@ -129,16 +127,18 @@ def _shared(obj):
     return inner
 
 
-def _share_strings(obj, depth=4):
-    '''The short strings of a parsed document shared with every other document's (interned,
-    as _unique_keys does; orjson shares the keys) down to `depth` levels: a kernel
-    document's top level, its sections (config, compliance, each domain, each finding),
-    their entries (each metric's unit) and a finding's `affects`. A sweep's documents
-    repeat the same units and names: as a string each, a fifth of a document's memory. A
-    walk of every level would cost as much as the parse.'''
-    for inner in _shared(obj):
-        if depth > 1:
-            _share_strings(inner, depth - 1)
+def share_strings(obj, depth=4):
+    '''`obj` (a parsed JSON value) with its short strings shared with every other
+    document's (interned, as _unique_keys does; orjson shares the keys) down to `depth`
+    levels: a kernel document's top level, its sections (config, compliance, each domain,
+    each finding), their entries (each metric's unit) and a finding's `affects`. A sweep's
+    documents repeat the same units and names: as a string each, a fifth of a document's
+    memory. A walk of every level would cost as much as the parse.'''
+    if obj.__class__ is dict or obj.__class__ is list:
+        for inner in _shared(obj):
+            if depth > 1:
+                share_strings(inner, depth - 1)
+    return obj
 
 
 def read_json(path, finite=True, share=True):
@@ -147,7 +147,8 @@ def read_json(path, finite=True, share=True):
     object, and where `finite`, NaN or Infinity anywhere). ReFrame's report.json is read
     with finite=False: its entries are checked one by one, so that one bad number damages
     its check and not the run. `share`: its short strings shared with other documents'
-    (one kept in memory; a record read for a few fields and dropped is read without).'''
+    (one kept in memory; a record read for a few fields and dropped is read without, and
+    a job document shares them once its metrics are held compact: share_strings).'''
     try:
         # Unbuffered, read whole: a buffered reader costs a sweep's 200,000 files a fifth
         # of their parse.

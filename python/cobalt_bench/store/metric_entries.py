@@ -7,8 +7,8 @@ MetricEntries is a read-only Mapping of the same entries: `doc['metrics'][name]`
 `.get(name)` give {"value": ..., "unit": ...} as the file has it, a new dict each time.
 Its names and units are shared by every document that lists the same ones in the same
 order (a sweep's documents of one kernel do), so a document keeps only its values.
-Only an object whose every entry is exactly {"value": number, "unit": text}, in that
-order, is held so; any other is left the dict it was parsed as.
+Only an object whose every entry is exactly {"value": finite number, "unit": text}, in
+that order, is held so; any other is left the dict it was parsed as.
 '''
 
 from collections.abc import Mapping
@@ -66,6 +66,12 @@ class MetricEntries(Mapping):
     def __len__(self):
         return len(self._values)
 
+    @property
+    def layout(self):
+        '''Its names and units (shared, compared by identity): what is worked out from
+        them alone may be kept for every document of the layout (judging.sanity).'''
+        return self._layout
+
     def triples(self):
         '''(name, value, unit) of each entry, in order, without a dict made for each.'''
         return zip(self._layout.names, self._values, self._layout.units)
@@ -84,7 +90,8 @@ def _entries(names, units, values):
 
 def compact(doc):
     '''`doc` (a parsed kernel document, checked) with its metrics held as MetricEntries
-    where each entry is exactly {"value": number, "unit": text}; unchanged otherwise.'''
+    where each entry is exactly {"value": finite number, "unit": text}; unchanged
+    otherwise.'''
     metrics = doc.get('metrics')
     if metrics.__class__ is not dict or not metrics:
         return doc
@@ -93,9 +100,11 @@ def compact(doc):
         if m.__class__ is not dict or len(m) != 2:
             return doc
         value, unit = m.get('value'), m.get('unit')
-        # Exactly these types (a bool is an int, but not a number of a result) and this
-        # order of keys: what is given back is what the file said.
-        if (value.__class__ is not float and value.__class__ is not int) or \
+        # Exactly these types (a bool is an int, but not a number of a result), a finite
+        # value (the strict reader reads 1e999 as infinity) and this order of keys: what
+        # is given back is what the file said, and every value is a measurement.
+        kind = value.__class__
+        if not (kind is int or (kind is float and value - value == 0.0)) or \
                 unit.__class__ is not str or next(iter(m)) != 'value':
             return doc
         names.append(name)

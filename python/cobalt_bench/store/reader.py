@@ -22,7 +22,8 @@ from .. import kernels
 from ..errors import CannotRun
 from . import bulk, confine, inventory, perflog, sweep
 from .documents import (Damage, Damaged, kernel_doc_problems, looks_like_kernel_doc,
-                        perf_entry, read_json, relpath, report_testcases, testcase_problems)
+                        perf_entry, read_json, relpath, report_testcases, share_strings,
+                        testcase_problems)
 from .job_record import (JUDGED_SUFFIX, STARTED, case_of_record, document_of, jobid_of,
                          judged_path, judgement_in, kernel_of, take_judgement,
                          unfinished_jobs)
@@ -307,20 +308,23 @@ def _job_file(item):
 
 def _job_json(path):
     try:
-        doc = read_json(path)
+        # Its strings shared only once its metrics are held compact (store.metric_entries
+        # shares their names and units): walking them first would be a third of the work.
+        doc = read_json(path, share=False)
     except Damaged as err:
         return Damage, err.damage
     if inventory.is_inventory(doc):
         try:
-            return inventory.Inventory, inventory.parse(doc, path)
+            return inventory.Inventory, inventory.parse(share_strings(doc), path)
         except Damaged as err:
             return Damage, err.damage
     if not looks_like_kernel_doc(doc):
         return None, None
+    doc = compact(doc)      # only metrics the contract allows: kernel_doc_problems' rule
     problems = kernel_doc_problems(doc)
     if problems:
         return Damage, Damage(path, '; '.join(problems[:3]))
-    return dict, compact(doc)
+    return dict, share_strings(doc)
 
 
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')

@@ -213,3 +213,21 @@ def test_a_kernel_slurm_could_not_start_is_no_usage_error():
                           '/work/main/bin/mem-test: No such file or directory)')
     assert 'not run' not in why and 'usage' not in why
     assert sanity.launch_failure('mem-test', ['mem-test: --stations: not a number']) == ''
+
+
+@pytest.mark.parametrize('value', [7.0, 8.0, 9.5])
+def test_a_judged_metric_is_the_copy_replace_makes(value):
+    # judge._judged_metric builds its Metric by position: every field, as replace() sets.
+    from cobalt_bench.judging import judge
+    from cobalt_bench.site.references import Ref
+    from cobalt_bench.store.model import Metric, replace
+    m = Metric('measured_speed', value, 'Gbit/s', ref=3.0, lower_thres=-0.5, verdict='pass',
+               lower=1.0, upper=9.0, entry='recorded')
+    ref = Ref(8.0, -0.1, 0.1, 'Gbit/s', file='references.yaml', check='MemTest',
+              key=('local:default',), metric='measured_speed')
+    b = ref.bounds
+    expected = replace(m, ref=ref.value, lower_thres=ref.lower, upper_thres=ref.upper,
+                       lower=b.lower, upper=b.upper, verdict=judge.verdict_of(value, ref),
+                       entry=ref)
+    assert judge._judged_metric(m, ref) == expected
+    assert expected.verdict is (judge.Result.PASS if value == 8.0 else judge.Result.FAIL)

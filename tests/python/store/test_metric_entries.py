@@ -161,3 +161,26 @@ def test_a_directory_of_job_documents_is_read_compact(tmp_path):
     assert by_job['2'].docs[0]['metrics'].__class__ is MetricEntries
     assert [(m.name, m.value, m.unit) for m in by_job['2'].metrics] == [
         ('measured_speed', 7.5, 'Gbit/s')]
+
+
+def test_an_infinite_value_stays_as_parsed_and_is_no_measurement(tmp_path):
+    # The strict reader reads a number past a double as infinity: never held compact.
+    path = tmp_path / 'mem-test-3.json'
+    path.write_text('{"test": "mem-test", "metrics": {"measured_speed": '
+                    '{"value": 1e999, "unit": "Gbit/s"}}}')
+    doc = compact(read_json(str(path)))
+    assert doc['metrics'].__class__ is dict
+    assert sanity.document_problems(doc, 'mem-test', {'measured_speed': 'Gbit/s'}) == [
+        "JSON metrics without a finite value: ['measured_speed']"]
+
+
+def test_what_a_layout_says_is_asked_again_of_other_units():
+    doc = compact(_doc(measured_speed={'value': 7.5, 'unit': 'Gbit/s'}))
+    other = compact(_doc(measured_speed={'value': 1.0, 'unit': 'Gbit/s'}))
+    assert doc['metrics'].layout is other['metrics'].layout
+    assert sanity.document_problems(doc, 'mem-test', {'measured_speed': 'Gbit/s'}) == []
+    assert sanity.document_problems(other, 'mem-test', {'measured_speed': 'MB/s'}) == [
+        "JSON metrics in unexpected units: [\"measured_speed ('Gbit/s', expected 'MB/s')\"]"]
+    assert sanity.document_problems(other, 'mem-test', {'average_late': '%'}) == [
+        "JSON result lacks metrics ['average_late']"]
+    assert sanity.document_problems(doc, 'mem-test', {'measured_speed': 'Gbit/s'}) == []
