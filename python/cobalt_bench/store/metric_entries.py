@@ -13,8 +13,8 @@ that order, is held so; any other is left the dict it was parsed as.
 
 from collections.abc import Mapping
 
-#: Layouts kept for sharing at most: a store of documents with ever other metric names
-#: costs no more than this many, and the rest are held unshared, still exact.
+#: Layouts kept for sharing at most: a store whose documents each name other metrics
+#: keeps no more than this many, and holds the rest unshared, still exact.
 MAX_LAYOUTS = 4096
 
 
@@ -89,9 +89,9 @@ def _entries(names, units, values):
 
 
 def compact(doc):
-    '''`doc` (a parsed kernel document, checked) with its metrics held as MetricEntries
-    where each entry is exactly {"value": finite number, "unit": text}; unchanged
-    otherwise.'''
+    '''`doc` (a parsed kernel document: a dict) with its metrics held as MetricEntries
+    where each entry is exactly {"value": finite number, "unit": text}, which the
+    contract's check (documents.kernel_doc_problems) passes; unchanged otherwise.'''
     metrics = doc.get('metrics')
     if metrics.__class__ is not dict or not metrics:
         return doc

@@ -320,7 +320,7 @@ def _job_json(path):
             return Damage, err.damage
     if not looks_like_kernel_doc(doc):
         return None, None
-    doc = compact(doc)      # only metrics the contract allows: kernel_doc_problems' rule
+    doc = compact(doc)      # held compact only where kernel_doc_problems passes them
     problems = kernel_doc_problems(doc)
     if problems:
         return Damage, Damage(path, '; '.join(problems[:3]))
