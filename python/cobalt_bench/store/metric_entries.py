@@ -48,8 +48,8 @@ class MetricEntries(Mapping):
         self._layout, self._values = layout, values
 
     def __getitem__(self, name):
-        return {'value': self._values[self._layout.index[name]],
-                'unit': self._layout.units[self._layout.index[name]]}
+        i = self._layout.index[name]        # KeyError, as a dict's
+        return {'value': self._values[i], 'unit': self._layout.units[i]}
 
     def get(self, name, default=None):
         i = self._layout.index.get(name)
@@ -89,10 +89,11 @@ def _entries(names, units, values):
 
 
 def compact(doc):
-    '''`doc` (a parsed kernel document: a dict) with its metrics held as MetricEntries
-    where each entry is exactly {"value": finite number, "unit": text}, which the
-    contract's check (documents.kernel_doc_problems) passes; unchanged otherwise.'''
-    metrics = doc.get('metrics')
+    '''`doc` (a parsed JSON value meant as a kernel document) with its metrics held as
+    MetricEntries where each entry is exactly {"value": finite number, "unit": text},
+    which the contract's check (documents.kernel_doc_problems) passes; unchanged
+    otherwise (anything but an object included).'''
+    metrics = doc.get('metrics') if doc.__class__ is dict else None
     if metrics.__class__ is not dict or not metrics:
         return doc
     names, values, units = [], [], []

@@ -39,6 +39,15 @@ def _damage(case, path, problem):
     case.damaged.append(Damage(path, problem))
 
 
+def _kept(doc):
+    '''(what in a kernel document breaks the contract, the document as a run keeps it): its
+    metrics held compact (store.metric_entries), then its strings shared: the names and
+    units compact metrics share are not walked for it.'''
+    doc = compact(doc)      # held compact only where kernel_doc_problems passes them
+    problems = kernel_doc_problems(doc)
+    return problems, (doc if problems else share_strings(doc))
+
+
 def _mark_damaged(case, run_path):
     '''A case with damaged files is DAMAGED, with the first damage as its reason; a case
     ReFrame failed stays failed (its damage is still listed).'''
@@ -111,7 +120,7 @@ def _collect_docs(case, dirs, root, expected=None):
                 _damage(case, path, refused)
                 continue
             try:
-                doc = read_json(path)
+                doc = read_json(path, share=False)      # shared as kept (_kept)
             except Damaged as err:
                 seen.add(name)
                 _damage(case, path, err.problem)
@@ -119,18 +128,18 @@ def _collect_docs(case, dirs, root, expected=None):
             if inventory.is_inventory(doc):
                 seen.add(name)
                 try:
-                    inventories.append(inventory.parse(doc, path))
+                    inventories.append(inventory.parse(share_strings(doc), path))
                 except Damaged as err:
                     _damage(case, path, err.problem)
                 continue
             if not looks_like_kernel_doc(doc) and name != expected:
                 continue    # a JSON file of somebody else's, not a result
             seen.add(name)
-            problems = kernel_doc_problems(doc)
+            problems, doc = _kept(doc)
             if problems:
                 _damage(case, path, '; '.join(problems[:3]))
                 continue
-            case.docs.append(compact(doc))
+            case.docs.append(doc)
             case.doc_paths.append(path)
     if expected and expected not in seen and case.result is Result.PASS and case.dirs:
         _damage(case, os.path.join(case.dirs[0], expected),
@@ -308,9 +317,7 @@ def _job_file(item):
 
 def _job_json(path):
     try:
-        # Its strings shared only once its metrics are held compact (store.metric_entries
-        # shares their names and units): walking them first would be a third of the work.
-        doc = read_json(path, share=False)
+        doc = read_json(path, share=False)      # shared as kept (_kept)
     except Damaged as err:
         return Damage, err.damage
     if inventory.is_inventory(doc):
@@ -320,11 +327,10 @@ def _job_json(path):
             return Damage, err.damage
     if not looks_like_kernel_doc(doc):
         return None, None
-    doc = compact(doc)      # held compact only where kernel_doc_problems passes them
-    problems = kernel_doc_problems(doc)
+    problems, doc = _kept(doc)
     if problems:
         return Damage, Damage(path, '; '.join(problems[:3]))
-    return dict, share_strings(doc)
+    return dict, doc
 
 
 _SITE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}')
@@ -392,11 +398,11 @@ def load_run(path):
             return _report_file_run(path, doc)
         if not looks_like_kernel_doc(doc):
             raise Damaged(path, 'not a run directory nor a kernel JSON document')
-        problems = kernel_doc_problems(doc)
+        problems, doc = _kept(doc)
         if problems:
             raise Damaged(path, 'not a valid kernel JSON document: ' + '; '.join(problems[:3]))
         run = Run(path=path, kind=KIND_JOBS, run_id=os.path.basename(path))
-        run.cases.append(_case_from_doc(compact(doc), path))
+        run.cases.append(_case_from_doc(doc, path))
         run.sources.append(path)
         return run
     if not os.path.isdir(path):

@@ -69,6 +69,7 @@ def test_a_metrics_object_not_exactly_value_and_unit_stays_as_parsed(entry):
 
 
 def test_empty_or_missing_metrics_stay_as_they_are():
+    assert compact([1, 2]) == [1, 2] and compact('text') == 'text'
     assert compact(_doc())['metrics'] == {}
     assert compact({'test': 'x'}) == {'test': 'x'}
     assert compact({'test': 'x', 'metrics': None})['metrics'] is None
