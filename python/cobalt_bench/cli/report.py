@@ -8,6 +8,7 @@ from ..errors import CannotRun
 from ..fileio import write_atomic
 from ..report import compare as cmp
 from ..report import fleet as nodes
+from ..report.drawing import Drawer
 from ..report.model import build, damaged_files
 from ..report.write import write_report
 from ..site.bounds import Bounds
@@ -51,10 +52,13 @@ def _say_damaged(run, name=''):
 def command(spec, output, formats, preflight_file, base, site=None):
     '''Exit status: the verdict's (judging.verdict.Verdict.exit_code).'''
     path = runs.resolve_run(spec, base)
-    with bulk.paused_gc():
-        run = reader.load_run(path)
-        model = build(run, preflight_file, site=site)
-    written = write_report(model, _report_dir(path, run, output), formats)
+    # The plots' images are drawn by a child process while the report's text is made; it
+    # is forked first, while this process is small (report.drawing).
+    with Drawer() as drawer:
+        with bulk.paused_gc():
+            run = reader.load_run(path)
+            model = build(run, preflight_file, site=site, drawer=drawer)
+        written = write_report(model, _report_dir(path, run, output), formats)
     _say_damaged(run)
     counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement

@@ -13,6 +13,7 @@ HISTORY_MAX_RUNS runs in all): a node that failed in FLAKY_FAILS of its last LAS
 runs is marked flaky (docs/node-history.md). A flaky node is not a bad node of this run.'''
 
 import heapq
+from array import array
 import re
 import shlex
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ from ..judging import fleet as fl
 from ..judging import scales
 from ..store import history as hist
 from .format import fmt
-from .plots import (MAX_NAME, MAX_PLOTS, PLAIN_TEXT, Plot, _left_out, _png, _pyplot, _slug,
-                    short)
+from .drawing import Sketch
+from .plots import MAX_NAME, MAX_PLOTS, Plot, _left_out, _slug, short
 
 NODE_HEADER = ['node', 'check', 'metric', 'value', 'peers\' median', 'deviation', 'flagged',
                'likely why (the node\'s preflight findings)']
@@ -231,65 +232,45 @@ def fleet_plots(fleet):
                    key=lambda d: (not any(v.flagged or v.failed for v in d.values),
                                   d.partition, d.check, d.metric))
     plots = []
-    plt = _pyplot()
-    with plt.rc_context(PLAIN_TEXT):
-        for n, d in enumerate(dists[:MAX_PLOTS]):
-            try:
-                plots.append(_plot(d, n))
-            except Exception as err:    # matplotlib's own limits: the report goes on
-                plt.close('all')
-                plots.append(Plot(_slug(f'nodes-{n}'), f'{short(d.check)}: not drawn',
-                                  'This plot could not be drawn: '
-                                  f'{type(err).__name__}: {short(err, 300)}', b''))
+    for n, d in enumerate(dists[:MAX_PLOTS]):
+        failed = (f'{short(d.check)}: not drawn', 'This plot could not be drawn: ')
+        try:
+            plot = _plot(d, n)
+            plot.not_drawn = failed
+        except Exception as err:    # the report goes on
+            plot = Plot(_slug(f'nodes-{n}'), failed[0],
+                        f'{failed[1]}{type(err).__name__}: {short(err, 300)}', b'')
+        plots.append(plot)
     return _left_out(plots, 'node distributions', max(0, len(dists) - MAX_PLOTS))
 
 
 def _plot(dist, n):
-    plt = _pyplot()
-    import numpy as np      # matplotlib's own: loaded with it, only when a plot is drawn
     # Each of a distribution's values (90,000 in a 10,000-node sweep) gone through once,
     # the bad ones (outliers, failed: a few) counted from them.
     nodes = dist.nodes
     title = short(f'{dist.check} {dist.metric} over {nodes} nodes, {dist.partition}',
                   3 * MAX_NAME)
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
     bad = [v for v in dist.values if v.flagged or v.failed]
-    if len(dist.values) <= STRIP_MAX:
-        good = [v for v in dist.values if not (v.flagged or v.failed)]
-        order = sorted(dist.values, key=lambda v: fl.host_key(v.node))
-        x = {id(v): i for i, v in enumerate(order)}
-        ax.scatter([x[id(v)] for v in good], [v.value for v in good], s=14, color='#1f77b4',
-                   label='node')
-        ax.scatter([x[id(v)] for v in bad], [v.value for v in bad], s=36, color='#d62728',
-                   marker='x', label='outlier or failed')
-        for v in bad[:MAX_LABELS]:
-            ax.annotate(short(v.node, 16), (x[id(v)], v.value), fontsize=7,
-                        xytext=(3, 3), textcoords='offset points', color='#d62728')
-        ax.set_xlabel('nodes (by name)')
-        ax.set_xticks([])
-        axis_line = ax.axhline
-        ax.set_ylabel(short(dist.unit or dist.metric, 16))
-    else:
-        # An array, not a list: matplotlib checks a list's 10,000 values one by one.
-        ax.hist(np.asarray([v.value for v in dist.values], dtype=float), bins=60,
-                color='#1f77b4')
-        if bad:     # one artist for all the ticks (a line each: 0.5 s for 900 of them)
-            ax.vlines([v.value for v in bad], 0, 0.06, transform=ax.get_xaxis_transform(),
-                      colors='#d62728', lw=1, label='outlier or failed')
-        ax.set_xlabel(short(dist.unit or dist.metric, 16))
-        # A node that ran the check several times (a sweep's repeated jobs) is counted
-        # once a run: the bars count values, which are nodes only where each ran once.
-        ax.set_ylabel('nodes' if len(dist.values) == nodes else 'runs')
-        axis_line = ax.axvline
-    axis_line(dist.median, color='#333333', lw=1, ls='-', label='median')
+    lines = [(dist.median, '#333333', '-', 'median')]
     if dist.judged:
         sides = {fl.Direction.LOWER: (-1,), fl.Direction.HIGHER: (1,)}.get(dist.direction,
                                                                             (-1, 1))
-        for i, s in enumerate(sides):
-            axis_line(dist.median + s * dist.threshold * dist.sigma, color='#d62728', lw=1,
-                      ls='--', label=f'{dist.threshold:g} robust sigmas' if i == 0 else None)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+        lines += [(dist.median + s * dist.threshold * dist.sigma, '#d62728', '--',
+                   f'{dist.threshold:g} robust sigmas' if i == 0 else None)
+                  for i, s in enumerate(sides)]
+    if len(dist.values) <= STRIP_MAX:
+        order = sorted(dist.values, key=lambda v: fl.host_key(v.node))
+        x = {id(v): i for i, v in enumerate(order)}
+        good = [(x[id(v)], v.value) for v in dist.values if not (v.flagged or v.failed)]
+        named = [(x[id(v)], v.value, short(v.node, 16)) for v in bad]
+        sketch = Sketch(_strip_figure, title, good, named,
+                        short(dist.unit or dist.metric, 16), lines)
+    else:
+        # A node that ran the check several times (a sweep's repeated jobs) is counted
+        # once a run: the bars count values, which are nodes only where each ran once.
+        sketch = Sketch(_histogram_figure, title, array('d', (v.value for v in dist.values)),
+                        [v.value for v in bad], short(dist.unit or dist.metric, 16),
+                        'nodes' if len(dist.values) == nodes else 'runs', lines)
     flagged, failed = sum(v.flagged for v in bad), sum(v.failed for v in bad)
     caption = (f'{dist.check} {dist.metric} of each of {nodes} nodes of {dist.partition} '
                f'({dist.direction}): median {fmt(dist.median)} {dist.unit}, '
@@ -299,4 +280,45 @@ def _plot(dist, n):
                + (' A histogram: too many nodes for one point each; red ticks mark the '
                   'outliers.' if len(dist.values) > STRIP_MAX else ''))
     return Plot(_slug(f'nodes-{dist.partition}-{dist.check}-{dist.metric}-{n}'), title,
-                caption, _png(fig))
+                caption, sketch=sketch)
+
+
+def _strip_figure(plt, title, good, bad, ylabel, lines):
+    '''One point per node, in the order of their names; the bad ones (x, value, name) red
+    and named.'''
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    ax.scatter([x for x, _ in good], [y for _, y in good], s=14, color='#1f77b4',
+               label='node')
+    ax.scatter([x for x, _, _ in bad], [y for _, y, _ in bad], s=36, color='#d62728',
+               marker='x', label='outlier or failed')
+    for x, y, name in bad[:MAX_LABELS]:
+        ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords='offset points',
+                    color='#d62728')
+    ax.set_xlabel('nodes (by name)')
+    ax.set_xticks([])
+    ax.set_ylabel(ylabel)
+    return _finished(ax, fig, title, ax.axhline, lines)
+
+
+def _histogram_figure(plt, title, values, bad, xlabel, ylabel, lines):
+    '''A histogram of the values; the bad ones red ticks.'''
+    import numpy as np      # matplotlib's own: loaded with it, only when a plot is drawn
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    # An array, not a list: matplotlib checks a list's 10,000 values one by one.
+    ax.hist(np.frombuffer(values, dtype=float), bins=60, color='#1f77b4')
+    if bad:     # one artist for all the ticks (a line each: 0.5 s for 900 of them)
+        ax.vlines(bad, 0, 0.06, transform=ax.get_xaxis_transform(), colors='#d62728', lw=1,
+                  label='outlier or failed')
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return _finished(ax, fig, title, ax.axvline, lines)
+
+
+def _finished(ax, fig, title, axis_line, lines):
+    '''The median and the outlier thresholds (value, colour, style, label) drawn across,
+    the title and the legend.'''
+    for value, color, style, label in lines:
+        axis_line(value, color=color, lw=1, ls=style, label=label)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+    return fig

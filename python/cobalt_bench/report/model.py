@@ -15,6 +15,7 @@ from ..store import documents, job_record
 from ..store import history as hist
 from ..store.result import Result
 from . import compute_plots  # noqa: F401  (registers cpu-test's plotters with plots)
+from .drawing import draw_aside
 from .fleet import flaky_in, fleet_plots, run_history
 from .plots import make_plots
 
@@ -128,8 +129,10 @@ def judge(run, preflight_file=None, site=None):
     return Judged(run, judgement, pre, flaky_in(history), flaky_note)
 
 
-def build(run, preflight_file=None, with_plots=True, site=None):
-    '''The report's model: the run judged (judge()), its failures explained, its plots.'''
+def build(run, preflight_file=None, with_plots=True, site=None, drawer=None):
+    '''The report's model: the run judged (judge()), its failures explained, its plots
+    (their images drawn by `drawer`, a drawing.Drawer, while the report is written; None:
+    each drawn when asked for).'''
     judged = judge(run, preflight_file, site)
     run, judgement, pre = judged.run, judged.judgement, judged.preflight
     flaky, flaky_note = judged.flaky, judged.flaky_note
@@ -169,6 +172,7 @@ def build(run, preflight_file=None, with_plots=True, site=None):
     plots = make_plots(replace(run, cases=judgement.cases)) if with_plots else []
     if with_plots:
         plots += fleet_plots(judgement.fleet)
+        draw_aside(plots, drawer)
     return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
                  plots, judgement, judgement.cases, flaky, flaky_note)
 

@@ -22,22 +22,19 @@ Present plotters:
 '''
 
 import heapq
-import io
 import math
 import os
 import zipfile
 import zlib
 import re
-from dataclasses import dataclass
 
 from .. import kernels
 from ..errors import CannotRun
 from ..store import confine
 from ..store.result import Result
-# _pyplot: the same set-up as the cb-linktest report's figures (Agg, no display).
 from ..linktest.figures import linktest_heatmap_figure
-from ..linktest.figures import pyplot as _pyplot
 from ..tools import osu as osu_parser
+from .drawing import Sketch, drawn
 
 #: Every plotter, by name.
 PLOTTERS = {}
@@ -56,34 +53,59 @@ MAX_SERIES = 8
 #: Names (nodes, partitions, benchmarks) drawn are cut to this many characters.
 MAX_NAME = 32
 
-#: Text is drawn as it is: no TeX, no mathtext (a node named `$\undefinedcmd$` is a name,
-#: not a formula matplotlib fails to parse).
-PLAIN_TEXT = {'text.usetex': False, 'text.parse_math': False}
-
-
-@dataclass
 class Plot:
-    name: str       # file stem: plots/<name>.png
-    title: str
-    caption: str
-    png: bytes      # b'': the plot could not be drawn (the caption says why)
-    # Files the report links beside the plot: (label, absolute path), e.g. the PDF report
-    # of a cb-linktest run.
-    links: tuple = ()
+    '''A plot of the report: its file stem (plots/<name>.png), title, caption, PNG image and
+    the files the report links beside it ((label, absolute path), e.g. the PDF report of a
+    cb-linktest run). Made of a drawing.Sketch (its figure's data), its image is drawn when
+    first asked for (png, title or caption): by the process drawing the report's figures
+    where it was handed to one (drawing.Drawer: `drawing`), else here. A figure that cannot
+    be drawn leaves no image (b''): `not_drawn` gives its title and the start of its
+    caption, which says why.'''
+
+    def __init__(self, name, title, caption, png=b'', links=(), sketch=None, not_drawn=None):
+        self.name = name
+        self.links = links
+        self.sketch = sketch        # the figure still to draw, or None
+        self.drawing = None         # the drawing.Drawing drawing it, or None: drawn here
+        self.not_drawn = not_drawn or (f'{title}: not drawn', 'This plot could not be drawn: ')
+        self._title, self._caption, self._png = title, caption, png
+
+    def _drawn(self):
+        if self.sketch is None:
+            return
+        sketch, self.sketch = self.sketch, None
+        self._png, why = self.drawing.image(sketch) if self.drawing else drawn(sketch)
+        if not self._png:
+            self._title, prefix = self.not_drawn
+            self._caption = prefix + why
+
+    @property
+    def png(self):
+        '''The PNG image; b'': not drawn (the caption says why).'''
+        self._drawn()
+        return self._png
+
+    @property
+    def title(self):
+        self._drawn()
+        return self._title
+
+    @property
+    def caption(self):
+        self._drawn()
+        return self._caption
+
+    def add_to_caption(self, text):
+        '''`text` added to the caption, the figure not drawn for it.'''
+        self._caption += text
+
+    def __repr__(self):
+        return f'Plot({self.name!r}, {self._title!r})'
 
 
 def plotter(fn):
     PLOTTERS[fn.__name__] = fn
     return fn
-
-
-def _png(fig):
-    plt = _pyplot()
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=100, bbox_inches='tight',
-                metadata={'Software': None})
-    plt.close(fig)
-    return buf.getvalue()
 
 
 def _slug(text):
@@ -115,21 +137,22 @@ def plot_names():
 
 
 def make_plots(run):
-    '''Every plot of the run. A plot that cannot be drawn from what the store holds is
-    a Plot without an image whose caption says why: the report is written all the same.'''
+    '''Every plot of the run, its figure sketched and not yet drawn (Plot). A plot that
+    cannot be made or drawn from what the store holds is a Plot without an image whose
+    caption says why: the report is written all the same.'''
     plots = []
-    plt = _pyplot()
-    with plt.rc_context(PLAIN_TEXT):
-        for name in plot_names():
-            try:
-                plots.extend(PLOTTERS[name](run))
-            except CannotRun:
-                raise
-            except Exception as err:    # matplotlib's own limits: the report goes on
-                plt.close('all')
-                plots.append(Plot(name, f'{name}: not drawn',
-                                  f'This plot could not be drawn from the results: '
-                                  f'{type(err).__name__}: {short(err, 300)}', b''))
+    for name in plot_names():
+        try:
+            made = PLOTTERS[name](run)
+        except CannotRun:
+            raise
+        except Exception as err:    # the report goes on
+            made = [Plot(name, f'{name}: not drawn',
+                         f'This plot could not be drawn from the results: '
+                         f'{type(err).__name__}: {short(err, 300)}', b'')]
+        for p in made:
+            p.not_drawn = (f'{name}: not drawn', 'This plot could not be drawn from the results: ')
+        plots += made
     return plots
 
 
@@ -164,7 +187,13 @@ def mem_test_domains(run):
         return []
     bars, note = _worst_bars(bars)
     bars = [(f'{_case_label(case)}\nNUMA {short(numa)}', *rest) for (case, numa), *rest in bars]
-    plt = _pyplot()
+    return [Plot('mem-test-numa', 'mem-test per NUMA domain',
+                 'Desired and measured memory traffic per NUMA domain (Gbit/s, read + '
+                 'write), with the share of blocks finished after their deadline.' + note,
+                 sketch=Sketch(_mem_test_figure, bars))]
+
+
+def _mem_test_figure(plt, bars):
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(bars) + 2), 3.8))
     x = range(len(bars))
     w = 0.38
@@ -182,16 +211,13 @@ def mem_test_domains(run):
     ax.set_title('mem-test per NUMA domain')
     ax.legend(loc='upper right', fontsize=8, ncol=2)
     ax.margins(y=0.25)
-    return [Plot('mem-test-numa', 'mem-test per NUMA domain',
-                 'Desired and measured memory traffic per NUMA domain (Gbit/s, read + '
-                 'write), with the share of blocks finished after their deadline.' + note,
-                 _png(fig))]
+    return fig
 
 
 def _left_out(plots, kind, more):
     '''The last of `plots` says how many more of `kind` were not drawn.'''
     if more and plots:
-        plots[-1].caption += (f' ({more} more {kind} not plotted: the first {MAX_PLOTS} '
+        plots[-1].add_to_caption(f' ({more} more {kind} not plotted: the first {MAX_PLOTS} '
                               'are; the numbers of all of them are in the tables.)')
     return plots
 
@@ -230,31 +256,8 @@ def gpu_copy_per_gpu(run):
                 continue
             left = len(gpus) - MAX_GPUS
             gpus = gpus[:MAX_GPUS]
-            plt = _pyplot()
-            fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(gpus) * len(bars) / 2 + 2.5),
-                                            3.8))
-            w = 0.8 / len(bars)
-            for j, (key, label, color) in enumerate(bars):
-                ax.bar([i - 0.4 + w * (j + 0.5) for i in range(len(gpus))],
-                       [_num_or_none(g.get(key)) or 0 for g in gpus], w, label=label,
-                       color=color)
-            # What each GPU's PCIe path carries: the ceiling a bar is judged against.
-            for i, g in enumerate(gpus):
-                link = _num_or_none(g.get('link_theoretical_gbits'))
-                if link:
-                    ax.hlines(link, i - 0.45, i + 0.45, colors='#333333', linestyles='--',
-                              label='PCIe link (theoretical)' if i == 0 else None)
             per_gpu = _num_or_none((doc.get('config') or {}).get('threshold_per_gpu_gbits'))
-            if per_gpu:
-                ax.axhline(per_gpu, color='#d62728', lw=1, label='threshold per GPU')
-            ax.set_xticks(range(len(gpus)))
-            ax.set_xticklabels([f'GPU {short(g.get("cuda_device", i))}\n'
-                                f'{short(g.get("pci_bus_id", ""))}'
-                                for i, g in enumerate(gpus)], fontsize=8)
-            ax.set_ylabel('Gbit/s')
             title = f'gpu-copy per GPU, {_case_label(case)}'
-            ax.set_title(title, fontsize=10)
-            ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
             thr = (doc.get('compliance') or {}).get('threshold')
             plots.append(Plot(_slug(f'gpu-copy-{case.where}-{n}'), title,
                               'Host-to-device (write) and device-to-host (read) speed of each '
@@ -263,8 +266,35 @@ def gpu_copy_per_gpu(run):
                               + (f' Compliance: the sum over GPUs >= {thr:g} Gbit/s.'
                                  if _num_or_none(thr) else '')
                               + (f' The first {MAX_GPUS} GPUs of {MAX_GPUS + left} shown.'
-                                 if left > 0 else ''), _png(fig)))
+                                 if left > 0 else ''),
+                              sketch=Sketch(_gpu_copy_figure, gpus, bars, per_gpu, title)))
     return _left_out(plots, 'gpu-copy documents', more)
+
+
+def _gpu_copy_figure(plt, gpus, bars, per_gpu, title):
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(gpus) * len(bars) / 2 + 2.5),
+                                    3.8))
+    w = 0.8 / len(bars)
+    for j, (key, label, color) in enumerate(bars):
+        ax.bar([i - 0.4 + w * (j + 0.5) for i in range(len(gpus))],
+               [_num_or_none(g.get(key)) or 0 for g in gpus], w, label=label,
+               color=color)
+    # What each GPU's PCIe path carries: the ceiling a bar is judged against.
+    for i, g in enumerate(gpus):
+        link = _num_or_none(g.get('link_theoretical_gbits'))
+        if link:
+            ax.hlines(link, i - 0.45, i + 0.45, colors='#333333', linestyles='--',
+                      label='PCIe link (theoretical)' if i == 0 else None)
+    if per_gpu:
+        ax.axhline(per_gpu, color='#d62728', lw=1, label='threshold per GPU')
+    ax.set_xticks(range(len(gpus)))
+    ax.set_xticklabels([f'GPU {short(g.get("cuda_device", i))}\n'
+                        f'{short(g.get("pci_bus_id", ""))}'
+                        for i, g in enumerate(gpus)], fontsize=8)
+    ax.set_ylabel('Gbit/s')
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+    return fig
 
 
 # ---- cb-linktest ------------------------------------------------------------------------
@@ -330,7 +360,6 @@ def linktest_heatmap(run):
                 continue
             gbits, hosts, npz = found
             title = f'cb-linktest pair bandwidth, {_case_label(case)}'
-            fig = linktest_heatmap_figure(gbits, hosts, title)
             size_b = (doc.get('config') or {}).get('size_messages')
             # The PDF report `cobalt-bench linktest-report` wrote beside the matrix file
             # (its default name): the report links it.
@@ -339,13 +368,18 @@ def linktest_heatmap(run):
                               f'Bandwidth of every rank pair ({size_b} B messages; grey: '
                               'not tested), ranks grouped by host; a bad link or node shows '
                               'as an off-colour cell or a line of them. From '
-                              f'{short(os.path.basename(npz), 2 * MAX_NAME)}.', _png(fig),
+                              f'{short(os.path.basename(npz), 2 * MAX_NAME)}.',
+                              sketch=Sketch(_linktest_figure, gbits, hosts, title),
                               links=(('cb-linktest report (PDF): settings, heat map, '
                                       'histogram, slowest pairs and their retest',
                                       os.path.abspath(pdf)),)
                               if os.path.isfile(pdf) and not confine.file_problem(pdf, root)
                               else ()))
     return _left_out(plots, 'cb-linktest documents', more)
+
+
+def _linktest_figure(plt, gbits, hosts, title):
+    return linktest_heatmap_figure(gbits, hosts, title)
 
 
 # ---- OSU --------------------------------------------------------------------------------
@@ -407,40 +441,10 @@ def osu_curves(run):
             continue
         groups.setdefault(_benchmark(case), []).append((case, metric, unit, pts))
     plots = []
-    colors = ['#1f77b4', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf']
     for bench, series in sorted(groups.items())[:MAX_PLOTS]:
         left = len(series) - MAX_SERIES
         series = series[:MAX_SERIES]
-        plt = _pyplot()
-        fig, ax = plt.subplots(figsize=(6.8, 4.0))
-        for k, (case, metric, unit, pts) in enumerate(series):
-            color = colors[k % len(colors)]
-            pts = [p for p in pts if p[0] > 0]    # size 0 has no place on a log axis
-            xs = [s for s, _, _ in pts]
-            ax.plot(xs, [v for _, v, _ in pts], marker='o', ms=3, color=color,
-                    label=f'{_case_label(case)}')
-            refs = [(s, m) for s, _, m in pts if m is not None and m.judged]
-            if refs:
-                ax.plot([x for x, _ in refs], [m.ref for _, m in refs], ls='--', color=color,
-                        alpha=0.8, label=f'reference, {short(case.where)}')
-                low = [m.lower if m.lower is not None and not math.isinf(m.lower) else m.ref
-                       for _, m in refs]
-                high = [m.upper if m.upper is not None and not math.isinf(m.upper) else m.ref
-                        for _, m in refs]
-                ax.fill_between([x for x, _ in refs], low, high, color=color, alpha=0.12)
-                bad = [(x, v) for (s, v, m), x in zip(pts, xs) if m is not None and
-                       m.verdict is Result.FAIL]
-                if bad:
-                    ax.plot([x for x, _ in bad], [v for _, v in bad], 'x', color='#d62728',
-                            ms=8, mew=2, label='outside bounds' if k == 0 else None)
-        ax.set_xscale('log', base=2)
-        ax.set_yscale('log')
-        ax.set_xlabel('message size (bytes)')
         metric, unit = short(series[0][1]), short(series[0][2])
-        ax.set_ylabel(f'{metric} ({unit})' if unit else metric)
-        ax.set_title(short(bench, 2 * MAX_NAME), fontsize=10)
-        ax.grid(True, which='major', alpha=0.3)
-        ax.legend(fontsize=7)
         plots.append(Plot(_slug(f'osu-{bench}'), f'{short(bench, 2 * MAX_NAME)} against '
                           'message size',
                           f'{metric} against message size per partition (size 0 '
@@ -448,5 +452,47 @@ def osu_curves(run):
                           'bounds (band) where the site has per-size references; a cross '
                           'marks a size outside its bounds.'
                           + (f' The first {MAX_SERIES} of {MAX_SERIES + left} cases shown.'
-                             if left > 0 else ''), _png(fig)))
+                             if left > 0 else ''),
+                          sketch=Sketch(_osu_figure, [_osu_curve(*c) for c in series],
+                                        metric, unit, short(bench, 2 * MAX_NAME))))
     return _left_out(plots, 'OSU benchmarks', max(0, len(groups) - MAX_PLOTS))
+
+
+def _osu_curve(case, metric, unit, pts):
+    '''What a figure draws of one case's curve: (label, partition, [(size, value)],
+    [(size, reference, lower, upper)] of its judged sizes, [(size, value)] of those outside
+    their bounds); size 0 left out (it has no place on a log axis).'''
+    pts = [p for p in pts if p[0] > 0]
+    refs = [(s, m) for s, _, m in pts if m is not None and m.judged]
+    bounds = [(s, m.ref,
+               m.lower if m.lower is not None and not math.isinf(m.lower) else m.ref,
+               m.upper if m.upper is not None and not math.isinf(m.upper) else m.ref)
+              for s, m in refs]
+    bad = [(s, v) for s, v, m in pts if refs and m is not None and m.verdict is Result.FAIL]
+    return (_case_label(case), short(case.where), [(s, v) for s, v, _ in pts], bounds, bad)
+
+
+def _osu_figure(plt, curves, metric, unit, title):
+    colors = ['#1f77b4', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf']
+    fig, ax = plt.subplots(figsize=(6.8, 4.0))
+    for k, (label, where, values, bounds, bad) in enumerate(curves):
+        color = colors[k % len(colors)]
+        ax.plot([s for s, _ in values], [v for _, v in values], marker='o', ms=3,
+                color=color, label=label)
+        if bounds:
+            xs = [s for s, _, _, _ in bounds]
+            ax.plot(xs, [r for _, r, _, _ in bounds], ls='--', color=color, alpha=0.8,
+                    label=f'reference, {where}')
+            ax.fill_between(xs, [lo for _, _, lo, _ in bounds], [hi for _, _, _, hi in bounds],
+                            color=color, alpha=0.12)
+            if bad:
+                ax.plot([x for x, _ in bad], [v for _, v in bad], 'x', color='#d62728',
+                        ms=8, mew=2, label='outside bounds' if k == 0 else None)
+    ax.set_xscale('log', base=2)
+    ax.set_yscale('log')
+    ax.set_xlabel('message size (bytes)')
+    ax.set_ylabel(f'{metric} ({unit})' if unit else metric)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which='major', alpha=0.3)
+    ax.legend(fontsize=7)
+    return fig

@@ -37,12 +37,15 @@ OWN = frozenset({'report.md', 'report.html', 'verdict.json', BAD_NODES_FILE, 'pl
 def _files(model, out_dir, formats):
     '''[(name relative to the report directory, bytes or text)] of the report.'''
     files = []
+    # The text first: the plots' images are drawn meanwhile (report.drawing), and waited
+    # for where the Markdown shows them.
     if 'md' in formats:
-        files += [(os.path.join('plots', p.name + '.png'), p.png) for p in model.plots
-                  if p.png]
         files.append(('report.md', render_markdown(model, out_dir=out_dir)))
     if 'html' in formats:
         files.append(('report.html', render_html(model, out_dir=out_dir)))
+    if 'md' in formats:
+        files += [(os.path.join('plots', p.name + '.png'), p.png) for p in model.plots
+                  if p.png]
     if model.judgement is not None:
         # The verdict for programs: state first, then the reasons and items; the flaky
         # nodes (the store's node history), apart from this run's bad nodes.
