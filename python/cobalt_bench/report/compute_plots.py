@@ -15,7 +15,7 @@ import statistics
 
 from .drawing import Sketch
 from .plots import (MAX_PLOTS, MAX_SERIES, Plot, _case_label, _left_out, _num_or_none,
-                    _slug, plotter)
+                    _slug, documents_of, plotter)
 
 #: Past this many cores a node's bars are drawn without a gap (a 288-core node still fits).
 DENSE_BARS = 64
@@ -23,8 +23,7 @@ DENSE_BARS = 64
 
 def _documents(run):
     '''(case, document) of every cpu-test document of the run.'''
-    return [(case, doc) for case in run.cases for doc in case.docs
-            if doc.get('test') == 'cpu-test']
+    return [(case, doc) for _, case, doc, _ in documents_of(run, 'cpu-test')]
 
 
 def _cores(doc):

@@ -136,10 +136,42 @@ def plot_names():
     return [name for k in kernels.KERNELS.values() for name in k.plots] + list(THIRD_PARTY)
 
 
+#: (run, its documents by kernel) while make_plots goes through the run's plotters.
+_INDEXED = [None, None]
+
+
+def documents_of(run, test):
+    '''(case number, case, document, its path or None) of each document of kernel `test`
+    in the run, in its order. While make_plots runs, the run's documents are gone through
+    once for all its plotters: a 10,000-node sweep holds 100,000.'''
+    indexed, index = _INDEXED
+    return (index if indexed is run else _by_kernel(run)).get(test, ())
+
+
+def _by_kernel(run):
+    index = {}
+    for n, case in enumerate(run.cases):
+        paths = case.doc_paths
+        for i, doc in enumerate(case.docs):
+            test = doc.get('test')
+            if test.__class__ is str:
+                index.setdefault(test, []).append(
+                    (n, case, doc, paths[i] if i < len(paths) else None))
+    return index
+
+
 def make_plots(run):
     '''Every plot of the run, its figure sketched and not yet drawn (Plot). A plot that
     cannot be made or drawn from what the store holds is a Plot without an image whose
     caption says why: the report is written all the same.'''
+    _INDEXED[:] = run, _by_kernel(run)
+    try:
+        return _plots_of(run)
+    finally:
+        _INDEXED[:] = None, None
+
+
+def _plots_of(run):
     plots = []
     for name in plot_names():
         try:
@@ -176,13 +208,10 @@ def _worst_bars(bars):
 @plotter
 def mem_test_domains(run):
     bars = []   # ((case, NUMA node), desired, measured, late %): labelled once shown
-    for case in run.cases:
-        for doc in case.docs:
-            if doc.get('test') != 'mem-test':
-                continue
-            for d in doc.get('domains') or []:
-                bars.append(((case, d.get('numa_node', '?')), d.get('desired_speed_gbits'),
-                             d.get('measured_speed_gbits'), d.get('average_late_percent')))
+    for _, case, doc, _ in documents_of(run, 'mem-test'):
+        for d in doc.get('domains') or []:
+            bars.append(((case, d.get('numa_node', '?')), d.get('desired_speed_gbits'),
+                         d.get('measured_speed_gbits'), d.get('average_late_percent')))
     if not bars:
         return []
     bars, note = _worst_bars(bars)
@@ -242,32 +271,31 @@ def _num_or_none(v):
 @plotter
 def gpu_copy_per_gpu(run):
     plots, more = [], 0
-    for n, case in enumerate(run.cases):
-        for doc in case.docs:
-            gpus = doc.get('gpus') if doc.get('test') == 'gpu-copy' else None
-            if not (isinstance(gpus, list) and gpus and all(isinstance(g, dict) for g in gpus)):
-                continue
-            bars = [b for b in GPU_BARS if any(_num_or_none(g.get(b[0])) is not None
-                                                for g in gpus)]
-            if not bars:
-                continue
-            if len(plots) >= MAX_PLOTS:
-                more += 1
-                continue
-            left = len(gpus) - MAX_GPUS
-            gpus = gpus[:MAX_GPUS]
-            per_gpu = _num_or_none((doc.get('config') or {}).get('threshold_per_gpu_gbits'))
-            title = f'gpu-copy per GPU, {_case_label(case)}'
-            thr = (doc.get('compliance') or {}).get('threshold')
-            plots.append(Plot(_slug(f'gpu-copy-{case.where}-{n}'), title,
-                              'Host-to-device (write) and device-to-host (read) speed of each '
-                              'GPU while all GPUs copy at once (and alone, where measured), '
-                              'against what its PCIe link carries (dashed).'
-                              + (f' Compliance: the sum over GPUs >= {thr:g} Gbit/s.'
-                                 if _num_or_none(thr) else '')
-                              + (f' The first {MAX_GPUS} GPUs of {MAX_GPUS + left} shown.'
-                                 if left > 0 else ''),
-                              sketch=Sketch(_gpu_copy_figure, gpus, bars, per_gpu, title)))
+    for n, case, doc, _ in documents_of(run, 'gpu-copy'):
+        gpus = doc.get('gpus')
+        if not (isinstance(gpus, list) and gpus and all(isinstance(g, dict) for g in gpus)):
+            continue
+        bars = [b for b in GPU_BARS if any(_num_or_none(g.get(b[0])) is not None
+                                            for g in gpus)]
+        if not bars:
+            continue
+        if len(plots) >= MAX_PLOTS:
+            more += 1
+            continue
+        left = len(gpus) - MAX_GPUS
+        gpus = gpus[:MAX_GPUS]
+        per_gpu = _num_or_none((doc.get('config') or {}).get('threshold_per_gpu_gbits'))
+        title = f'gpu-copy per GPU, {_case_label(case)}'
+        thr = (doc.get('compliance') or {}).get('threshold')
+        plots.append(Plot(_slug(f'gpu-copy-{case.where}-{n}'), title,
+                          'Host-to-device (write) and device-to-host (read) speed of each '
+                          'GPU while all GPUs copy at once (and alone, where measured), '
+                          'against what its PCIe link carries (dashed).'
+                          + (f' Compliance: the sum over GPUs >= {thr:g} Gbit/s.'
+                             if _num_or_none(thr) else '')
+                          + (f' The first {MAX_GPUS} GPUs of {MAX_GPUS + left} shown.'
+                             if left > 0 else ''),
+                          sketch=Sketch(_gpu_copy_figure, gpus, bars, per_gpu, title)))
     return _left_out(plots, 'gpu-copy documents', more)
 
 
@@ -348,33 +376,32 @@ def linktest_pdf_path(npz):
 def linktest_heatmap(run):
     plots, more = [], 0
     root = confine.run_root(run.path)
-    for n, case in enumerate(run.cases):
-        for doc, path in zip(case.docs, case.doc_paths):
-            if doc.get('test') != 'cb-linktest':
-                continue
-            if len(plots) >= MAX_PLOTS:
-                more += 1
-                continue
-            found = _linktest_matrix(doc, path, case.dirs, root)
-            if not found:
-                continue
-            gbits, hosts, npz = found
-            title = f'cb-linktest pair bandwidth, {_case_label(case)}'
-            size_b = (doc.get('config') or {}).get('size_messages')
-            # The PDF report `cobalt-bench linktest-report` wrote beside the matrix file
-            # (its default name): the report links it.
-            pdf = linktest_pdf_path(npz)
-            plots.append(Plot(_slug(f'linktest-{case.where}-{n}'), title,
-                              f'Bandwidth of every rank pair ({size_b} B messages; grey: '
-                              'not tested), ranks grouped by host; a bad link or node shows '
-                              'as an off-colour cell or a line of them. From '
-                              f'{short(os.path.basename(npz), 2 * MAX_NAME)}.',
-                              sketch=Sketch(_linktest_figure, gbits, hosts, title),
-                              links=(('cb-linktest report (PDF): settings, heat map, '
-                                      'histogram, slowest pairs and their retest',
-                                      os.path.abspath(pdf)),)
-                              if os.path.isfile(pdf) and not confine.file_problem(pdf, root)
-                              else ()))
+    for n, case, doc, path in documents_of(run, 'cb-linktest'):
+        if path is None:
+            continue
+        if len(plots) >= MAX_PLOTS:
+            more += 1
+            continue
+        found = _linktest_matrix(doc, path, case.dirs, root)
+        if not found:
+            continue
+        gbits, hosts, npz = found
+        title = f'cb-linktest pair bandwidth, {_case_label(case)}'
+        size_b = (doc.get('config') or {}).get('size_messages')
+        # The PDF report `cobalt-bench linktest-report` wrote beside the matrix file
+        # (its default name): the report links it.
+        pdf = linktest_pdf_path(npz)
+        plots.append(Plot(_slug(f'linktest-{case.where}-{n}'), title,
+                          f'Bandwidth of every rank pair ({size_b} B messages; grey: '
+                          'not tested), ranks grouped by host; a bad link or node shows '
+                          'as an off-colour cell or a line of them. From '
+                          f'{short(os.path.basename(npz), 2 * MAX_NAME)}.',
+                          sketch=Sketch(_linktest_figure, gbits, hosts, title),
+                          links=(('cb-linktest report (PDF): settings, heat map, '
+                                  'histogram, slowest pairs and their retest',
+                                  os.path.abspath(pdf)),)
+                          if os.path.isfile(pdf) and not confine.file_problem(pdf, root)
+                          else ()))
     return _left_out(plots, 'cb-linktest documents', more)
 
 
@@ -420,7 +447,7 @@ def _benchmark(case):
 def osu_curves(run):
     groups = {}     # benchmark -> [(case, metric, unit, [(size, value, Metric|None)])]
     for case in run.cases:
-        if 'osu' not in f'{case.check} {case.kernel}'.lower():
+        if 'osu' not in case.check.lower() and 'osu' not in case.kernel.lower():
             continue
         by_metric = _size_metrics(case)
         metric = next((p for p in OSU_PRIMARY if p in by_metric), None)

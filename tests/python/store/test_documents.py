@@ -112,3 +112,19 @@ def test_documents_share_their_units_and_names(tmp_path):
     assert a['config']['ops'][0] is b['config']['ops'][0]
     assert a['test'] is b['test'] and a['host'] == 'n1' and b['host'] == 'n2'
     assert read_json(str(paths[0]), share=False) == a     # a record read for a field
+
+
+@pytest.mark.parametrize('size', [0, 1, documents.READ_SIZE - 1, documents.READ_SIZE,
+                                  3 * documents.READ_SIZE + 7])
+def test_a_file_is_read_whole_whatever_its_size(tmp_path, size):
+    path = tmp_path / 'f'
+    data = os.urandom(size)
+    path.write_bytes(data)
+    assert documents.read_bytes(str(path)) == data
+
+
+def test_what_cannot_be_read_is_said_as_the_system_says_it(tmp_path):
+    with pytest.raises(documents.Damaged, match=r'^.*: cannot read: Is a directory$'):
+        documents.read_json(str(tmp_path))
+    with pytest.raises(documents.Damaged, match='cannot read: No such file or directory'):
+        documents.read_json(str(tmp_path / 'absent.json'))
