@@ -83,6 +83,56 @@ def drawn(sketch):
         return b'', f'{type(err).__name__}: {str(err)[:MAX_ERROR]}'
 
 
+class Plot:
+    '''A plot of the report: its file stem (plots/<name>.png), title, caption, PNG image and
+    the files the report links beside it ((label, absolute path), e.g. the PDF report of a
+    cb-linktest run). Made of a drawing.Sketch (its figure's data), its image is drawn when
+    first asked for (png, title or caption): by the process drawing the report's figures
+    where it was handed to one (drawing.Drawer: `drawing`), else here. A figure that cannot
+    be drawn leaves no image (b''): `not_drawn` gives its title and the start of its
+    caption, which says why.'''
+
+    def __init__(self, name, title, caption, png=b'', links=(), sketch=None, not_drawn=None):
+        self.name = name
+        self.links = links
+        self.sketch = sketch        # the figure still to draw, or None
+        self.drawing = None         # the drawing.Drawing drawing it, or None: drawn here
+        self.not_drawn = not_drawn or (f'{title}: not drawn', 'This plot could not be drawn: ')
+        self._title, self._caption, self._png = title, caption, png
+
+    def _drawn(self):
+        if self.sketch is None:
+            return
+        sketch, self.sketch = self.sketch, None
+        self._png, why = self.drawing.image(sketch) if self.drawing else drawn(sketch)
+        if not self._png:
+            self._title, prefix = self.not_drawn
+            self._caption = prefix + why
+
+    @property
+    def png(self):
+        '''The PNG image; b'': not drawn (the caption says why).'''
+        self._drawn()
+        return self._png
+
+    @property
+    def title(self):
+        self._drawn()
+        return self._title
+
+    @property
+    def caption(self):
+        self._drawn()
+        return self._caption
+
+    def add_to_caption(self, text):
+        '''`text` added to the caption, the figure not drawn for it.'''
+        self._caption += text
+
+    def __repr__(self):
+        return f'Plot({self.name!r}, {self._title!r})'
+
+
 class Drawing:
     '''The images of some sketches: the Drawer's answer, read when first asked for, else
     each drawn here. image(sketch): (PNG bytes, why not).'''

@@ -34,7 +34,7 @@ from ..store import confine
 from ..store.result import Result
 from ..linktest.figures import linktest_heatmap_figure
 from ..tools import osu as osu_parser
-from .drawing import Sketch, drawn
+from .drawing import Plot, Sketch
 
 #: Every plotter, by name.
 PLOTTERS = {}
@@ -52,56 +52,6 @@ MAX_PLOTS = 16
 MAX_SERIES = 8
 #: Names (nodes, partitions, benchmarks) drawn are cut to this many characters.
 MAX_NAME = 32
-
-class Plot:
-    '''A plot of the report: its file stem (plots/<name>.png), title, caption, PNG image and
-    the files the report links beside it ((label, absolute path), e.g. the PDF report of a
-    cb-linktest run). Made of a drawing.Sketch (its figure's data), its image is drawn when
-    first asked for (png, title or caption): by the process drawing the report's figures
-    where it was handed to one (drawing.Drawer: `drawing`), else here. A figure that cannot
-    be drawn leaves no image (b''): `not_drawn` gives its title and the start of its
-    caption, which says why.'''
-
-    def __init__(self, name, title, caption, png=b'', links=(), sketch=None, not_drawn=None):
-        self.name = name
-        self.links = links
-        self.sketch = sketch        # the figure still to draw, or None
-        self.drawing = None         # the drawing.Drawing drawing it, or None: drawn here
-        self.not_drawn = not_drawn or (f'{title}: not drawn', 'This plot could not be drawn: ')
-        self._title, self._caption, self._png = title, caption, png
-
-    def _drawn(self):
-        if self.sketch is None:
-            return
-        sketch, self.sketch = self.sketch, None
-        self._png, why = self.drawing.image(sketch) if self.drawing else drawn(sketch)
-        if not self._png:
-            self._title, prefix = self.not_drawn
-            self._caption = prefix + why
-
-    @property
-    def png(self):
-        '''The PNG image; b'': not drawn (the caption says why).'''
-        self._drawn()
-        return self._png
-
-    @property
-    def title(self):
-        self._drawn()
-        return self._title
-
-    @property
-    def caption(self):
-        self._drawn()
-        return self._caption
-
-    def add_to_caption(self, text):
-        '''`text` added to the caption, the figure not drawn for it.'''
-        self._caption += text
-
-    def __repr__(self):
-        return f'Plot({self.name!r}, {self._title!r})'
-
 
 def plotter(fn):
     PLOTTERS[fn.__name__] = fn

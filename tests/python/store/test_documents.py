@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from cobalt_bench import fileio
 from cobalt_bench.store import documents
 from cobalt_bench.store.documents import Damaged, read_json
 from plugins.checkout import DATA, ROOT
@@ -114,13 +115,13 @@ def test_documents_share_their_units_and_names(tmp_path):
     assert read_json(str(paths[0]), share=False) == a     # a record read for a field
 
 
-@pytest.mark.parametrize('size', [0, 1, documents.READ_SIZE - 1, documents.READ_SIZE,
-                                  3 * documents.READ_SIZE + 7])
+@pytest.mark.parametrize('size', [0, 1, fileio.READ_SIZE - 1, fileio.READ_SIZE,
+                                  3 * fileio.READ_SIZE + 7])
 def test_a_file_is_read_whole_whatever_its_size(tmp_path, size):
     path = tmp_path / 'f'
     data = os.urandom(size)
     path.write_bytes(data)
-    assert documents.read_bytes(str(path)) == data
+    assert fileio.read_bytes(str(path)) == data
 
 
 def test_what_cannot_be_read_is_said_as_the_system_says_it(tmp_path):
