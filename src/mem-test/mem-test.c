@@ -678,6 +678,7 @@ static void doc_config(cb_json *j, const void *ctx)
     cbj_str(j, "transpose_tuning", mt_transpose_tuning());
     cbj_int(j, "transpose_band_rows", mt_band_rows());
     cbj_int(j, "transpose_prefetch_bytes", mt_prefetch_bytes());
+    cbj_int(j, "copy_prefetch_bytes", mt_copy_prefetch_bytes());
     /* The machine's architecture as the kernel reports it (uname -m): which build ran,
      * x86_64 or aarch64 (the arm partition), whatever the compiler targeted. */
     struct utsname u;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -127,25 +128,44 @@ uint64_t mt_sum(const uint64_t *src, size_t n)
 
 /* ---- copy --------------------------------------------------------------- */
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, size_t n)
+/* 128 bytes: four 32-byte loads, four streaming stores; with `pf`, the two source lines
+ * `pf` bytes ahead prefetched first. */
+#define COPY_STEP_AVX2(d, s, i, pf)                                                  \
+    do {                                                                             \
+        if (pf) {                                                                    \
+            _mm_prefetch((s) + (i) + (pf), _MM_HINT_T0);                             \
+            _mm_prefetch((s) + (i) + (pf) + 64, _MM_HINT_T0);                        \
+        }                                                                            \
+        __m256i a = _mm256_loadu_si256((const __m256i *)((s) + (i)));                \
+        __m256i b = _mm256_loadu_si256((const __m256i *)((s) + (i) + 32));           \
+        __m256i c = _mm256_loadu_si256((const __m256i *)((s) + (i) + 64));           \
+        __m256i e = _mm256_loadu_si256((const __m256i *)((s) + (i) + 96));           \
+        _mm256_stream_si256((__m256i *)((d) + (i)), a);                              \
+        _mm256_stream_si256((__m256i *)((d) + (i) + 32), b);                         \
+        _mm256_stream_si256((__m256i *)((d) + (i) + 64), c);                         \
+        _mm256_stream_si256((__m256i *)((d) + (i) + 96), e);                         \
+    } while (0)
+
+/* `pf`: how far ahead the source is prefetched (the tuning table's copy_prefetch; 0:
+ * none, the hardware prefetcher alone). A loop each, so that the test is not made per
+ * step. */
+__attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, size_t n, size_t pf)
 {
     size_t i = 0;
     for (; i < n && ((uintptr_t)(d + i) & 31); i += 8)
         memcpy(d + i, s + i, 8);
-    for (; i + 128 <= n; i += 128) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
-        __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
-        __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
-        _mm256_stream_si256((__m256i *)(d + i), a);
-        _mm256_stream_si256((__m256i *)(d + i + 32), b);
-        _mm256_stream_si256((__m256i *)(d + i + 64), c);
-        _mm256_stream_si256((__m256i *)(d + i + 96), e);
+    if (pf) {
+        /* prefetches stop short of the end: none reaches past the source */
+        for (; i + pf + 128 <= n; i += 128)
+            COPY_STEP_AVX2(d, s, i, pf);
     }
+    for (; i + 128 <= n; i += 128)
+        COPY_STEP_AVX2(d, s, i, 0);
     _mm_sfence();
     if (i < n)
         memcpy(d + i, s + i, n - i);
 }
+#undef COPY_STEP_AVX2
 
 static void copy_sse2(char *d, const char *s, size_t n)
 {
@@ -172,7 +192,7 @@ void mt_copy(void *dst, const void *src, size_t bytes)
 {
 #if defined(__x86_64__)
     if (have_avx2()) {
-        copy_avx2(dst, src, bytes);
+        copy_avx2(dst, src, bytes, (size_t)mt_copy_prefetch_bytes());
         return;
     }
     if (kernel_level() == K_SSE2) {
@@ -425,9 +445,10 @@ static int banded(const void *dst, size_t rows)
     return rows % 8 == 0 && ((uintptr_t)dst & 63) == 0;
 }
 
-/* The corner turn's parameters by microarchitecture, the row of this table the CPU
- * matches (config.transpose_tuning): the band height and how far ahead each source row
- * is prefetched. Measured with bench/mem-test and MEM_TEST_BAND_ROWS, and with a harness
+/* The copy's and the corner turn's parameters by microarchitecture, the row of this table
+ * the CPU matches (config.transpose_tuning): the band height, how far ahead each source
+ * row of a band is prefetched, and how far ahead the copy prefetches its source (none:
+ * the hardware prefetcher alone). Measured with bench/mem-test and MEM_TEST_BAND_ROWS, and with a harness
  * that turns mem-test's two block shapes between runs of a plain streaming copy in one
  * process (this VM's bandwidth changes from minute to minute):
  * - AMD with AVX-512 (Zen 4; Zen 5 assumed alike): 16-row bands turned both block shapes
@@ -435,7 +456,14 @@ static int banded(const void *dst, size_t rows)
  *   prefetch 4 steps (256 bytes) ahead 0.85 x the copy's speed where 12 steps gave 0.74
  *   x: with 16 read streams the hardware prefetcher follows the rows, and prefetches
  *   further ahead evict lines before they are used;
- * - Intel (a Xeon with AVX-512) and AMD Zen 3: 64-row bands, 12 steps ahead.
+ * - Intel with AMX (Sapphire Rapids and later; a VM may report another model number, but
+ *   not hide the AMX flags, so those tell it): 32-row bands, 12 steps ahead, turned
+ *   337-358 Gbit/s on a 2-core VM where 64-row bands gave 270-291 and 16-row ones
+ *   334-353 (likwid-bench's best copy 321-327, on huge pages); and the copy, with no
+ *   prefetch of its own 270-283 Gbit/s, 0.82-0.86 x that copy, reached 382-388 Gbit/s
+ *   with its source prefetched 512, 768, 1024 or 2048 bytes ahead alike (768 taken);
+ * - Intel (a Xeon with AVX-512, no AMX) and AMD Zen 3: 64-row bands, 12 steps ahead, and
+ *   the copy without a prefetch (1.01-1.04 x likwid-bench's best copy there).
  * Timing the heights on the thread's own rings before the run was tried and rejected:
  * back-to-back turns of one ring ranked them within 5 % of each other and picked a
  * different one from run to run. */
@@ -443,8 +471,20 @@ typedef struct {
     const char *name;
     int tiles;          /* 8x8 tiles per band: the band height / 8 */
     int prefetch_steps; /* 64-byte steps ahead on each source row */
+    int copy_prefetch;  /* bytes ahead the copy prefetches its source; 0: none */
 } tuning;
-static const tuning amd_avx512 = {"amd-avx512", 2, 4}, other = {"default", BAND_TILES_MAX, 12};
+static const tuning amd_avx512 = {"amd-avx512", 2, 4, 0}, intel_amx = {"intel-amx", 4, 12, 768},
+                    other = {"default", BAND_TILES_MAX, 12, 0};
+
+#if defined(__x86_64__)
+/* Whether the CPU has AMX tiles (CPUID leaf 7, EDX bit 24): Intel Sapphire Rapids and
+ * later. GCC 12's __builtin_cpu_supports has no name for it. */
+static int has_amx_tile(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 24 & 1);
+}
+#endif
 
 static const tuning *tuning_here(void)
 {
@@ -455,6 +495,8 @@ static const tuning *tuning_here(void)
         __builtin_cpu_init();
         if (__builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f"))
             own = &amd_avx512;
+        else if (__builtin_cpu_is("intel") && __builtin_cpu_supports("avx512f") && has_amx_tile())
+            own = &intel_amx;
 #endif
     }
     return own;
@@ -475,6 +517,11 @@ const char *mt_transpose_tuning(void)
 int mt_prefetch_bytes(void)
 {
     return 64 * tuning_here()->prefetch_steps;
+}
+
+int mt_copy_prefetch_bytes(void)
+{
+    return tuning_here()->copy_prefetch;
 }
 
 int mt_set_band_rows(const char *rows, const char **why)

@@ -23,10 +23,12 @@ void mt_transpose(void *dst, const void *src, size_t rows, size_t cols, size_t e
 int mt_set_band_rows(const char *rows, const char **why);
 /* The band height of the 64-bit corner turn on this CPU, in rows (or as forced). */
 int mt_band_rows(void);
-/* The row of the corner turn's table of parameters this CPU matched ("amd-avx512",
- * "default"), and the distance its software prefetch runs ahead on each source row. */
+/* The row of the table of parameters this CPU matched ("amd-avx512", "intel-amx",
+ * "default"), the distance the corner turn's software prefetch runs ahead on each source
+ * row, and the distance the copy's runs ahead on its source (0: none). */
 const char *mt_transpose_tuning(void);
 int mt_prefetch_bytes(void);
+int mt_copy_prefetch_bytes(void);
 /* Which kernels run: "avx512", "avx2", "sse2" (x86-64, the best the CPU has unless
  * lowered) or "generic" (portable C; other architectures). */
 const char *mt_isa(void);

@@ -129,8 +129,8 @@ const cb_cmd mt_cmd = {
 "\n"
 "Copies and corner turns run the best kernels this CPU has (avx512, avx2, sse2;\n"
 "generic elsewhere); MEM_TEST_KERNELS=generic|sse2|avx2|avx512 forces a lower one,\n"
-"MEM_TEST_BAND_ROWS=8|16|32|64 the corner turn's band height (default 64, 16 on AMD\n"
-"CPUs with AVX-512).\n"
+"MEM_TEST_BAND_ROWS=8|16|32|64 the corner turn's band height (default 64; 16 on AMD\n"
+"CPUs with AVX-512, 32 on Intel CPUs with AMX).\n"
 "\n"
 CB_HELP_INTERRUPTED
 "\n"

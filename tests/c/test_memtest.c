@@ -220,10 +220,12 @@ static void test_band_rows(void)
     int own = mt_band_rows();
     /* the row of the table the CPU matched, and that row's parameters */
     if (strcmp(mt_transpose_tuning(), "amd-avx512") == 0)
-        CHECK(own == 16 && mt_prefetch_bytes() == 256);
+        CHECK(own == 16 && mt_prefetch_bytes() == 256 && mt_copy_prefetch_bytes() == 0);
+    else if (strcmp(mt_transpose_tuning(), "intel-amx") == 0)
+        CHECK(own == 32 && mt_prefetch_bytes() == 768 && mt_copy_prefetch_bytes() == 768);
     else
         CHECK(strcmp(mt_transpose_tuning(), "default") == 0 && own == 64 &&
-              mt_prefetch_bytes() == 768);
+              mt_prefetch_bytes() == 768 && mt_copy_prefetch_bytes() == 0);
     CHECK(mt_set_band_rows("24", &why) == -1 && why && strstr(why, "8, 16, 32, 64"));
     CHECK(mt_set_band_rows("016", &why) == -1 && mt_set_band_rows("16x", &why) == -1);
     CHECK(mt_band_rows() == own);

@@ -242,19 +242,27 @@ def test_only_the_cpus_of_its_affinity_are_used(tmp_path):
 
 
 def test_band_height_is_the_cpus_own_unless_forced(tmp_path):
-    # The corner turn's table by microarchitecture (memops.c, tuning_here): on AMD CPUs
-    # with AVX-512 (Zen 4 and later) 16-row bands and a prefetch 256 bytes ahead, 64 rows
-    # and 768 bytes elsewhere; the document names the row. MEM_TEST_BAND_ROWS forces a
-    # height, verified like any other; anything else is exit 2.
+    # The table by microarchitecture (memops.c, tuning_here): on AMD CPUs with AVX-512
+    # (Zen 4 and later) 16-row bands and a prefetch 256 bytes ahead; on Intel CPUs with
+    # AMX (Sapphire Rapids and later; /proc/cpuinfo's amx_tile flag) 32-row bands, 768
+    # bytes, and the copy's source prefetched 768 bytes ahead; 64 rows and 768 bytes
+    # elsewhere, the copy without a prefetch. The document names the row.
+    # MEM_TEST_BAND_ROWS forces a height, verified like any other; anything else is exit 2.
     cpuinfo = open('/proc/cpuinfo').read()
-    amd = 'AuthenticAMD' in cpuinfo
+    flags = cpu_flags()
+    avx512 = 'avx512' in kernel_levels()
     out = tmp_path / 'own.json'
     r = run(*SMALL, '--ops', 'transpose', '--json', str(out))
     assert r.returncode == 0, r.stdout + r.stderr
-    own = ('amd-avx512', 16, 256) if amd and 'avx512' in kernel_levels() else ('default', 64, 768)
+    if 'AuthenticAMD' in cpuinfo and avx512:
+        own = ('amd-avx512', 16, 256, 0)
+    elif 'GenuineIntel' in cpuinfo and avx512 and 'amx_tile' in flags:
+        own = ('intel-amx', 32, 768, 768)
+    else:
+        own = ('default', 64, 768, 0)
     config = json.loads(out.read_text())['config']
     assert (config['transpose_tuning'], config['transpose_band_rows'],
-            config['transpose_prefetch_bytes']) == own
+            config['transpose_prefetch_bytes'], config['copy_prefetch_bytes']) == own
     for rows in ('8', '32'):
         out = tmp_path / f'{rows}.json'
         r = run(*SMALL, '--ops', 'transpose', '--json', str(out),
