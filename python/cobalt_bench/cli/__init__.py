@@ -6,11 +6,8 @@ check, a failed or unknown setting, a regression), 2 usage error, 3 could not ru
 such run, unreadable results, a missing Python module).
 '''
 
-import argparse
-import gc
 import os
 import signal
-import sys
 
 
 def _interrupted_while_starting(signum, frame):
@@ -21,7 +18,13 @@ def _interrupted_while_starting(signum, frame):
     os._exit(130)
 
 
+# Before any other import: on a loaded machine even argparse's took long enough for a
+# Ctrl-C 50 ms after the start to land in it, as a traceback (a CI run, 2026-12-03).
 _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import sys  # noqa: E402
 
 from .. import __version__  # noqa: E402
 from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa: E402
