@@ -128,23 +128,24 @@ uint64_t mt_sum(const uint64_t *src, size_t n)
 
 /* ---- copy --------------------------------------------------------------- */
 #if defined(__x86_64__)
-/* 128 bytes: four 32-byte loads, four streaming stores; with `pf`, the two source lines
- * `pf` bytes ahead prefetched first. */
-#define COPY_STEP_AVX2(d, s, i, pf)                                                  \
-    do {                                                                             \
-        if (pf) {                                                                    \
-            _mm_prefetch((s) + (i) + (pf), _MM_HINT_T0);                             \
-            _mm_prefetch((s) + (i) + (pf) + 64, _MM_HINT_T0);                        \
-        }                                                                            \
-        __m256i a = _mm256_loadu_si256((const __m256i *)((s) + (i)));                \
-        __m256i b = _mm256_loadu_si256((const __m256i *)((s) + (i) + 32));           \
-        __m256i c = _mm256_loadu_si256((const __m256i *)((s) + (i) + 64));           \
-        __m256i e = _mm256_loadu_si256((const __m256i *)((s) + (i) + 96));           \
-        _mm256_stream_si256((__m256i *)((d) + (i)), a);                              \
-        _mm256_stream_si256((__m256i *)((d) + (i) + 32), b);                         \
-        _mm256_stream_si256((__m256i *)((d) + (i) + 64), c);                         \
-        _mm256_stream_si256((__m256i *)((d) + (i) + 96), e);                         \
-    } while (0)
+/* 128 bytes from i: four 32-byte loads, four streaming stores; with `pf`, the two source
+ * lines `pf` bytes ahead prefetched first. */
+__attribute__((target("avx2"), always_inline)) static inline void
+copy_step_avx2(char *d, const char *s, size_t i, size_t pf)
+{
+    if (pf) {
+        _mm_prefetch(s + i + pf, _MM_HINT_T0);
+        _mm_prefetch(s + i + pf + 64, _MM_HINT_T0);
+    }
+    __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
+    __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
+    __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
+    __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
+    _mm256_stream_si256((__m256i *)(d + i), a);
+    _mm256_stream_si256((__m256i *)(d + i + 32), b);
+    _mm256_stream_si256((__m256i *)(d + i + 64), c);
+    _mm256_stream_si256((__m256i *)(d + i + 96), e);
+}
 
 /* `pf`: how far ahead the source is prefetched (the tuning table's copy_prefetch; 0:
  * none, the hardware prefetcher alone). A loop each, so that the test is not made per
@@ -157,15 +158,14 @@ __attribute__((target("avx2"))) static void copy_avx2(char *d, const char *s, si
     if (pf) {
         /* prefetches stop short of the end: none reaches past the source */
         for (; i + pf + 128 <= n; i += 128)
-            COPY_STEP_AVX2(d, s, i, pf);
+            copy_step_avx2(d, s, i, pf);
     }
     for (; i + 128 <= n; i += 128)
-        COPY_STEP_AVX2(d, s, i, 0);
+        copy_step_avx2(d, s, i, 0);
     _mm_sfence();
     if (i < n)
         memcpy(d + i, s + i, n - i);
 }
-#undef COPY_STEP_AVX2
 
 static void copy_sse2(char *d, const char *s, size_t n)
 {
@@ -448,8 +448,8 @@ static int banded(const void *dst, size_t rows)
 /* The copy's and the corner turn's parameters by microarchitecture, the row of this table
  * the CPU matches (config.transpose_tuning): the band height, how far ahead each source
  * row of a band is prefetched, and how far ahead the copy prefetches its source (none:
- * the hardware prefetcher alone). Measured with bench/mem-test and MEM_TEST_BAND_ROWS, and with a harness
- * that turns mem-test's two block shapes between runs of a plain streaming copy in one
+ * the hardware prefetcher alone). Measured with bench/mem-test and MEM_TEST_BAND_ROWS,
+ * and with a harness that turns mem-test's two block shapes between runs of a plain streaming copy in one
  * process (this VM's bandwidth changes from minute to minute):
  * - AMD with AVX-512 (Zen 4; Zen 5 assumed alike): 16-row bands turned both block shapes
  *   10-20 % faster than 64-row ones, at the AVX2 and AVX-512 levels alike, and a
