@@ -140,6 +140,10 @@ all: python-commands
 python-commands:
 	@mkdir -p $(BIN)
 	@for c in $(PY_COMMANDS) reframe; do ln -sfn $(abspath .venv/bin)/$$c $(BIN)/$$c; done
+	@# The package's bytecode, as pip writes it for an installed package: an editable one
+	@# has none, and under PYTHONDONTWRITEBYTECODE (CI's, some sites') every command would
+	@# compile each module it imports again, half of a node's `cobalt-bench judge`.
+	@$(PYTHON) -m compileall -q python/cobalt_bench
 else
 SKIPPED += "cobalt-bench, cb-linktest-report: the package is not installed in .venv (./bootstrap.sh --no-run)"
 endif

@@ -25,10 +25,9 @@ _SIGINT = signal.signal(signal.SIGINT, _interrupted_while_starting)
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import sys  # noqa: E402
+from functools import partial  # noqa: E402
 
 from .. import __version__  # noqa: E402
-from . import (drain, export, health, inventory, linktest_report, nodes,  # noqa: E402
-               options, references)
 from .argtypes import (add_results_option, formats, nonempty_path, percent,  # noqa: E402
                        positive, run_spec)
 from .status import catch_interrupts, exit_status  # noqa: E402
@@ -85,16 +84,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 
-def build_parser():
-    parser = _Parser(prog='cobalt-bench',
-                     description='cobalt-bench: compliance report, preflight settings check, '
-                                 'node inventory, results store and cb-linktest report of '
-                                 'the cobalt-bench suite.')
-    parser.add_argument('--version', action='version',
-                        version=f'cobalt-bench {__version__}')
-    sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
-
-    rep = sub.add_parser('report', help='write the compliance report of a run (md, html)',
+def _report_parser(sub, name, help):
+    rep = sub.add_parser(name, help=help,
                          description='Write the compliance report of a run: summary verdict, '
                                      'every check x partition/node with value, reference '
                                      'bounds, unit and verdict, plots, and the preflight '
@@ -122,7 +113,9 @@ def build_parser():
                           'directory); default: the run\'s own site, for job documents '
                           'the site their job judged them by, else $COBALT_BENCH_SITE')
 
-    jdg = sub.add_parser('judge', help='judge kernel JSON documents by a site\'s references',
+
+def _judge_parser(sub, name, help):
+    jdg = sub.add_parser(name, help=help,
                          description='Judge kernel JSON documents (a Slurm job\'s result, '
                                      'results/slurm/) by a site\'s references.yaml, with '
                                      'ReFrame\'s own rule, as a ReFrame run of the site '
@@ -159,8 +152,9 @@ def build_parser():
                      help='the command line that produced the result (recorded with the '
                           'judgement, shown by the report)')
 
-    pre = sub.add_parser('preflight', help='check the system settings the compliance '
-                                           'document requires and recommends',
+
+def _preflight_parser(sub, name, help):
+    pre = sub.add_parser(name, help=help,
                          description='Check the system settings the COBALT2 compliance '
                                      'document requires and recommends (CPU governor, turbo, '
                                      'jumbo frames, network buffers, NUMA layout, GPU/NIC '
@@ -181,13 +175,17 @@ def build_parser():
                           'procfs only')
     pre.add_argument('-q', '--quiet', action='store_true', help='print nothing')
 
-    inv = sub.add_parser('inventory', help='record what this node is (CPU, memory, '
-                                           'firmware, kernel, drivers, packages) as JSON',
+
+def _inventory_parser(sub, name, help):
+    from . import inventory
+    inv = sub.add_parser(name, help=help,
                          description=inventory.DESCRIPTION, epilog=inventory.EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     inventory.add_arguments(inv)
 
-    runs = sub.add_parser('runs', help='list the runs in the results store and their state',
+
+def _runs_parser(sub, name, help):
+    runs = sub.add_parser(name, help=help,
                           description='List the runs of the results store: site, run id, '
                                       'state (complete, partial, running, damaged), checks '
                                       'passed/failed/damaged, and what could not be read.',
@@ -198,8 +196,10 @@ def build_parser():
     runs.add_argument('site', nargs='?', type=run_spec, help='only this site')
     runs.add_argument('--results', metavar='DIR', type=nonempty_path, help='the results store')
 
-    nod = sub.add_parser('nodes', help='list each node\'s last runs across the results '
-                                       'store, flaky nodes marked',
+
+def _nodes_parser(sub, name, help):
+    from . import drain, nodes
+    nod = sub.add_parser(name, help=help,
                          description=nodes.DESCRIPTION, epilog=nodes.EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     nodes.add_arguments(nod, nonempty_path, run_spec, positive)
@@ -207,8 +207,10 @@ def build_parser():
     drain.add_arguments(nod_sub, argparse.RawDescriptionHelpFormatter, nonempty_path,
                         run_spec)
 
-    ref = sub.add_parser('references', help='derive references.yaml entries from '
-                                             'known-good runs',
+
+def _references_parser(sub, name, help):
+    from . import references
+    ref = sub.add_parser(name, help=help,
                          description='Work on a site\'s references.yaml: `derive` writes '
                                      'entries from known-good runs.')
     ref_sub = ref.add_subparsers(dest='references_command', metavar='ACTION',
@@ -219,14 +221,18 @@ def build_parser():
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     references.add_arguments(der, nonempty_path, run_spec, percent)
 
-    hlt = sub.add_parser('health', help='check this node in a few seconds (Slurm\'s '
-                                        'HealthCheckProgram, a prolog, an epilog)',
+
+def _health_parser(sub, name, help):
+    from . import health
+    hlt = sub.add_parser(name, help=help,
                          description=health.DESCRIPTION, epilog=health.EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     health.add_arguments(hlt, nonempty_path, run_spec)
 
-    exp = sub.add_parser('export', help='write a run\'s judgement where the site\'s '
-                                         'monitoring reads it (Prometheus)',
+
+def _export_parser(sub, name, help):
+    from . import export
+    exp = sub.add_parser(name, help=help,
                          description='Write a run\'s judgement for the site\'s monitoring.')
     exp_sub = exp.add_subparsers(dest='export_command', metavar='FORMAT',
                                  parser_class=_Parser, required=True)
@@ -235,23 +241,131 @@ def build_parser():
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     export.add_arguments(prom, nonempty_path, run_spec)
 
-    opt = sub.add_parser('options', help='a kernel\'s options by name and value, checked, '
-                                         'as its command line (for job scripts)',
+
+def _options_parser(sub, name, help):
+    from . import options
+    opt = sub.add_parser(name, help=help,
                          description=options.DESCRIPTION, epilog=options.EPILOG,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     options.add_arguments(opt)
 
-    lt = sub.add_parser('linktest-report', help='show the slow links of a cb-linktest '
-                                                'results file (text, heat map, histogram)',
+
+def _linktest_report_parser(sub, name, help):
+    from . import linktest_report
+    lt = sub.add_parser(name, help=help,
                         description=linktest_report.DESCRIPTION + ' Also installed as '
                                     '`cb-linktest-report`.',
                         epilog=linktest_report.EPILOG)
     linktest_report.add_arguments(lt)
+
+
+# The commands, in the order `cobalt-bench --help` lists them: name, help line, the
+# builder of its parser. Only the command run has its parser built (the others are
+# listed by name and help): each command's module imports what that command needs,
+# and a job step on a node (`cobalt-bench judge`, `--version`) loads no more, where
+# a node held to 1 % of a CPU took a minute a command (tests/integration/slurm).
+COMMANDS = {
+    'report': ('write the compliance report of a run (md, html)', _report_parser),
+    'judge': ('judge kernel JSON documents by a site\'s references', _judge_parser),
+    'preflight': ('check the system settings the compliance document requires '
+                  'and recommends', _preflight_parser),
+    'inventory': ('record what this node is (CPU, memory, firmware, kernel, '
+                  'drivers, packages) as JSON', _inventory_parser),
+    'runs': ('list the runs in the results store and their state', _runs_parser),
+    'nodes': ('list each node\'s last runs across the results store, flaky '
+              'nodes marked', _nodes_parser),
+    'references': ('derive references.yaml entries from known-good runs', _references_parser),
+    'health': ('check this node in a few seconds (Slurm\'s '
+               'HealthCheckProgram, a prolog, an epilog)', _health_parser),
+    'export': ('write a run\'s judgement where the site\'s monitoring reads '
+               'it (Prometheus)', _export_parser),
+    'options': ('a kernel\'s options by name and value, checked, as its '
+                'command line (for job scripts)', _options_parser),
+    'linktest-report': ('show the slow links of a cb-linktest results file (text, '
+                        'heat map, histogram)', _linktest_report_parser),
+}
+
+
+def command_word(argv):
+    '''The command argv names: its first word that is not an option (cobalt-bench's own
+    options, --version and --help, take no value); None without one.'''
+    return next((word for word in argv if not word.startswith('-')), None)
+
+
+def build_parser(command=None):
+    '''The command line's parser, with the parser of `command` (a name of COMMANDS) built
+    in full.'''
+    parser = _Parser(prog='cobalt-bench',
+                     description='cobalt-bench: compliance report, preflight settings check, '
+                                 'node inventory, results store and cb-linktest report of '
+                                 'the cobalt-bench suite.')
+    parser.add_argument('--version', action='version',
+                        version=f'cobalt-bench {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND', parser_class=_Parser)
+    for name, (help, build) in COMMANDS.items():
+        if name == command:
+            build(sub, name, help)
+        else:
+            sub.add_parser(name, help=help)
     return parser
 
 
-def _interrupted():
-    raise KeyboardInterrupt
+def _command(args, reexec):
+    '''The call that runs the command `args` names, with its module imported; `reexec`: the
+    command may run itself again from sys.argv (linktest-report's, for numpy).'''
+    if args.command == 'preflight':
+        from . import preflight
+        return partial(preflight.command, root=args.root, interfaces=args.interface,
+                       json_dest=args.json, record=args.record, probe=not args.no_probe,
+                       quiet=args.quiet)
+    if args.command == 'inventory':
+        from . import inventory
+        return partial(inventory.command, root=args.root, record=args.record,
+                       json_dest=args.json, quiet=args.quiet)
+    if args.command == 'linktest-report':
+        from . import linktest_report
+        return partial(linktest_report.run, args, reexec=['cobalt_bench', *sys.argv[1:]]
+                       if reexec else None)
+    if args.command == 'judge':
+        from . import judge
+        return partial(judge.command, args.site, args.results, args.partition, args.json,
+                       args.command_line, quiet=args.json == '-',
+                       exit_status=args.exit_status, kernel=args.kernel, node=args.node)
+    if args.command == 'options':
+        from . import options
+        return partial(options.command, args.kernel, args.options, args.env)
+    if args.command == 'runs':
+        from . import runs
+        return partial(runs.command, args.results, args.site)
+    if args.command == 'nodes':
+        from . import drain, nodes
+        if args.nodes_action == 'drain':
+            return partial(drain.drain_command, args.run, args.apply,
+                           args.action_site or args.site, args.action_results or args.results)
+        if args.nodes_action == 'resume':
+            return partial(drain.resume_command, args.nodes, args.apply,
+                           args.action_site or args.site, args.action_results or args.results)
+        return partial(nodes.command, args.results, args.site, args.last, args.fails,
+                       args.node, args.flaky)
+    if args.command == 'references':
+        from . import references
+        return partial(references.derive_command, args.runs, args.site, args.tolerance,
+                       args.metric, args.allow_bad_nodes, args.write, args.output,
+                       args.results)
+    if args.command == 'health':
+        from . import health
+        return partial(health.command, args.site, args.node, args.against, args.root,
+                       not args.no_memory, args.drain, args.results, args.quiet)
+    if args.command == 'export':
+        from . import export
+        return partial(export.prometheus_command, args.run, args.textfile_dir,
+                       args.file_name, args.site, args.results)
+    from . import report
+    if args.compare:
+        return partial(report.compare_command, args.compare[0], args.compare[1],
+                       args.tolerance, args.output, args.results)
+    return partial(report.command, args.run, args.output, args.format, args.preflight,
+                   args.results, args.site)
 
 
 def main(argv=None):
@@ -259,68 +373,21 @@ def main(argv=None):
     # cases, rows): the cyclic collector's default passes over them cost about 15 % of a
     # 1,000-node report (bench/fleet-scale); collected less often, memory stays the same.
     gc.set_threshold(50_000, 20, 20)
-    catch_interrupts()
+    # The command's modules load under the start-up handler too: a Ctrl-C raised inside a
+    # C extension's initialisation (orjson's) crashed the interpreter (SIGSEGV).
+    previous = signal.signal(signal.SIGINT, _interrupted_while_starting)
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt:       # Ctrl-C before the command starts: one line too
-        return exit_status('cobalt-bench', _interrupted)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
-
-    def dispatch():
-        if args.command == 'preflight':
-            from . import preflight
-            return preflight.command(root=args.root, interfaces=args.interface,
-                                     json_dest=args.json, record=args.record,
-                                     probe=not args.no_probe, quiet=args.quiet)
-        if args.command == 'inventory':
-            return inventory.command(root=args.root, record=args.record,
-                                     json_dest=args.json, quiet=args.quiet)
-        if args.command == 'linktest-report':
-            return linktest_report.run(args, reexec=['cobalt_bench', *sys.argv[1:]]
-                                       if argv is None else None)
-        if args.command == 'judge':
-            from . import judge
-            return judge.command(args.site, args.results, args.partition, args.json,
-                                 args.command_line, quiet=args.json == '-',
-                                 exit_status=args.exit_status, kernel=args.kernel,
-                                 node=args.node)
-        if args.command == 'options':
-            return options.command(args.kernel, args.options, args.env)
-        if args.command == 'runs':
-            from . import runs
-            return runs.command(args.results, args.site)
-        if args.command == 'nodes' and args.nodes_action == 'drain':
-            return drain.drain_command(args.run, args.apply, args.action_site or args.site,
-                                       args.action_results or args.results)
-        if args.command == 'nodes' and args.nodes_action == 'resume':
-            return drain.resume_command(args.nodes, args.apply, args.action_site or args.site,
-                                        args.action_results or args.results)
-        if args.command == 'nodes':
-            return nodes.command(args.results, args.site, args.last, args.fails, args.node,
-                                 args.flaky)
-        if args.command == 'references':
-            return references.derive_command(args.runs, args.site, args.tolerance,
-                                             args.metric, args.allow_bad_nodes, args.write,
-                                             args.output, args.results)
-        if args.command == 'health':
-            return health.command(args.site, args.node, args.against, args.root,
-                                  not args.no_memory, args.drain, args.results, args.quiet)
-        if args.command == 'export':
-            return export.prometheus_command(args.run, args.textfile_dir, args.file_name,
-                                             args.site, args.results)
-        if args.command == 'report':
-            from . import report
-            if args.compare:
-                return report.compare_command(args.compare[0], args.compare[1],
-                                              args.tolerance, args.output, args.results)
-            return report.command(args.run, args.output, args.format, args.preflight,
-                                  args.results, args.site)
-        return 2
-
-    return exit_status(f'cobalt-bench {args.command}', dispatch)
+        words = sys.argv[1:] if argv is None else argv
+        parser = build_parser(command_word(words))
+        args = parser.parse_args(words)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return 2
+        call = _command(args, reexec=argv is None)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    catch_interrupts()
+    return exit_status(f'cobalt-bench {args.command}', call)
 
 
 if __name__ == '__main__':
