@@ -83,9 +83,11 @@ class slowed:
         if os.path.isfile(f'{v1}/cpu.cfs_quota_us'):
             self.root, self.files = v1, {'cpu.cfs_period_us': '100000',
                                          'cpu.cfs_quota_us': str(self.quota)}
+            self.unlimited = {'cpu.cfs_quota_us': '-1'}
         elif 'cpu' in open(f'{v2}/cgroup.controllers').read().split() if os.path.isfile(
                 f'{v2}/cgroup.controllers') else False:
             self.root, self.files = v2, {'cpu.max': f'{self.quota} 100000'}
+            self.unlimited = {'cpu.max': 'max 100000'}
         else:
             pytest.skip('no cgroup CPU controller to slow a node with (cgroup v1 cpu or v2 '
                         'cpu.max)')
@@ -103,11 +105,9 @@ class slowed:
     def __exit__(self, *exc):
         # The quota lifted first: what the node still runs (a sweep the test gave up on and
         # cancelled) ends at full speed, and holds no node from the next test's job.
-        unlimited = {'cpu.cfs_quota_us': '-1', 'cpu.max': 'max 100000'}
-        for name in self.files:
-            if name in unlimited:
-                with open(os.path.join(self.group, name), 'w') as fp:
-                    fp.write(unlimited[name])
+        for name, value in self.unlimited.items():
+            with open(os.path.join(self.group, name), 'w') as fp:
+                fp.write(value)
         with open(os.path.join(self.root, 'cgroup.procs'), 'w') as fp:
             fp.write(str(self.pid))
         for _ in range(50):
