@@ -1,7 +1,9 @@
 '''Configuration classes: the nodes of a partition grouped by what their inventories say
 they are (store.inventory), the majority named, and each node's differences from it.
 
-Per partition of n nodes (MIN_NODES or more; fewer say nothing of which node is off):
+Per partition of n nodes (MIN_NODES or more; fewer say nothing of which node is off: they
+are only put apart, nodes of the same configuration one class, and every item they differ on
+is split):
   usual     for each configuration item, the value more than half of the nodes hold: an
             item without one (a partition split in two halves) is named as split, and no
             node differs on it; an item a node lacks is the value None (absent);
@@ -63,7 +65,7 @@ class PartitionClasses:
     nodes: int
     classes: list = field(default_factory=list)     # [ConfigClass], the majority first
     split: tuple = ()           # items no value of which more than half the nodes hold
-    judged: bool = True
+    judged: bool = True         # False: under MIN_NODES nodes, every item they differ on split
 
     @property
     def minorities(self):
@@ -109,16 +111,23 @@ def classify_partition(partition, inventories):
     configs = {inv.name: inv.configuration for inv in inventories}
     nodes = sorted(configs)
     result = PartitionClasses(partition, len(nodes))
-    if len(nodes) < MIN_NODES:
-        result.judged = False
-        result.classes = [ConfigClass(nodes)]
-        return result
     keys = sorted({k for c in configs.values() for k in c})
+    differing = [key for key in keys if not all(
+        _same(key, configs[n].get(key), configs[nodes[0]].get(key)) for n in nodes)]
+    if len(nodes) < MIN_NODES:
+        # Too few to say which value is usual: the nodes are only put apart by what they
+        # differ on (every such item split), and none is a minority.
+        result.judged = False
+        groups = {}
+        for node in nodes:
+            shape = tuple(configs[node].get(key) for key in differing)
+            groups.setdefault(shape, ConfigClass([])).nodes.append(node)
+        result.classes = list(groups.values())
+        result.split = tuple(differing)
+        return result
     split, diffs = [], {n: [] for n in nodes}
-    for key in keys:
+    for key in differing:
         values = [configs[n].get(key) for n in nodes]
-        if all(_same(key, v, values[0]) for v in values):
-            continue
         usual, held = _usual(key, values)
         if not held:
             split.append(key)

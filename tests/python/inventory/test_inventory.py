@@ -34,7 +34,7 @@ def inventory(*args, taskset=None):
 def test_every_root_is_tested():
     # A root without expected.json is never tested: none may be left without one.
     roots = sorted(p.name for p in ROOTS.iterdir() if p.is_dir())
-    assert {'vm-x86', 'server-2s'} <= set(EXPECTED) and roots == EXPECTED
+    assert {'vm-x86', 'xeon-vm', 'server-2s'} <= set(EXPECTED) and roots == EXPECTED
 
 
 @pytest.mark.parametrize('root', EXPECTED)
@@ -55,6 +55,12 @@ FACTS = {
                'memory.total': 24684084 * 1024, 'memory.node0': 9660620 * 1024,
                'net.eth0.driver': 'virtio_net', 'net.eth0.speed': -1, 'net.eth0.mtu': 1400,
                'os.release': 'Debian GNU/Linux 12 (bookworm)', 'packages.count': 1109},
+    'xeon-vm': {'cpu.model': 'Intel(R) Xeon(R) Processor', 'cpu.microcode': '0x1',
+                'cpu.sockets': 1, 'cpu.cores': 2, 'cpu.threads': 2, 'cpu.usable': 2,
+                'numa.nodes': 1, 'memory.total': 24683792 * 1024,
+                'memory.node0': 24683792 * 1024, 'kernel.release': '6.18.44-fc-v1252',
+                'net.eth0.driver': 'virtio_net', 'net.eth0.speed': -1, 'net.eth0.mtu': 1400,
+                'os.release': 'Debian GNU/Linux 12 (bookworm)', 'packages.count': 1139},
     'server-2s': {'cpu.model': 'Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz',
                   'cpu.microcode': '0x5003604', 'cpu.sockets': 2, 'cpu.cores': 40,
                   'cpu.threads': 80, 'cpu.usable': 80, 'numa.nodes': 2,
@@ -73,6 +79,8 @@ FACTS = {
 ABSENT = {
     'vm-x86': ['dmi.bios_version', 'dimm.count', 'net.eth0.firmware', 'gpu.count',
                'net.lo.mtu', 'net.ifb0.mtu'],
+    'xeon-vm': ['dmi.bios_version', 'dmi.product_serial', 'dimm.count', 'net.eth0.firmware',
+                'gpu.driver', 'ib.mlx5_0.fw_ver'],
     'server-2s': ['net.ens2f1.speed', 'net.lo.mtu', 'gpu.driver', 'gpu.count'],
 }
 

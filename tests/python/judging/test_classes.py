@@ -63,7 +63,11 @@ def test_an_item_a_node_lacks_is_a_difference():
 
 def test_too_few_nodes_say_nothing_and_partitions_are_apart():
     (pc,) = classes.classify(fleet_of(2, n2={'cpu.usable': 1}), lambda n: 'x86')
-    assert not pc.judged and not pc.minorities
+    assert not pc.judged and not pc.minorities and pc.differences('n2') == ()
+    # put apart all the same, by what they differ on (the identity item not among it)
+    assert [c.nodes for c in pc.classes] == [['n1'], ['n2']] and pc.split == ('cpu.usable',)
+    (pc,) = classes.classify(fleet_of(2), lambda n: 'x86')
+    assert [c.nodes for c in pc.classes] == [['n1', 'n2']] and pc.split == ()
     parts = classes.classify(fleet_of(6, n6={'cpu.model': 'Neoverse-V2'}),
                              lambda n: 'arm' if n in ('n5', 'n6') else 'x86')
     assert [p.partition for p in parts] == ['arm', 'x86']

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -18,9 +19,9 @@ DATA = os.path.join(ROOT, 'tests', 'data', 'inventory')
 COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
 
 
-def vm_document(where):
-    '''The inventory this VM's recorded root gives (the real command on it).'''
-    r = subprocess.run([COBALT_BENCH, 'inventory', '--root', os.path.join(DATA, 'vm-x86'),
+def vm_document(where, root='vm-x86'):
+    '''The inventory a recorded root gives (the real command on it): this VM's by default.'''
+    r = subprocess.run([COBALT_BENCH, 'inventory', '--root', os.path.join(DATA, root),
                         '--quiet', '--json', str(where)], capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
@@ -50,6 +51,63 @@ def test_three_vms_and_the_gpu_machine_make_two_classes(tmp_path):
     said = pc.minorities[0].text
     assert 'CPUs usable (cpu.usable) 16, usual 2 (3 nodes)' in said
     assert 'gpu.count 1, usual absent' in said
+
+
+# Where the two real machines' roots differ (tests/data/inventory/README.md): their CPUs
+# (AMD EPYC, Intel Xeon), NUMA node 0's memory, kernels, boot arguments, the UDP memory the
+# kernel sized from memory, and packages. memory.total differs by 292 KiB of 23.5 GiB:
+# within the tolerance, the same.
+TWO_MACHINES_DIFFER = ['cpu.flags_digest', 'cpu.microcode', 'cpu.model', 'kernel.cmdline',
+                       'kernel.release', 'memory.node0', 'packages.count', 'packages.digest',
+                       'sysctl.net.ipv4.udp_mem']
+
+
+def two_machines(tmp_path):
+    '''The Inventories of the two recorded real machines, from the real command.'''
+    return [inventory.parse(vm_document(tmp_path / f'{root}.json', root), root)
+            for root in ('vm-x86', 'xeon-vm')]
+
+
+def test_the_worked_out_items_of_the_two_machines_differ_where_said():
+    # From the expected.json files (worked out with shell tools), not from the program.
+    epyc, xeon = (json.load(open(os.path.join(DATA, root, 'expected.json')))
+                  for root in ('vm-x86', 'xeon-vm'))
+    identity = set(epyc['identity']) | set(xeon['identity'])
+    keys = (set(epyc['items']) | set(xeon['items'])) - identity
+    differ = sorted(k for k in keys if epyc['items'].get(k) != xeon['items'].get(k))
+    assert differ == sorted(TWO_MACHINES_DIFFER + ['memory.total'])
+    total = epyc['items']['memory.total'], xeon['items']['memory.total']
+    assert abs(total[0] - total[1]) <= classes.MEMORY_TOLERANCE * max(total)
+
+
+def test_the_two_real_machines_as_one_partition_are_apart_by_what_differs(tmp_path):
+    epyc, xeon = two_machines(tmp_path)
+    (pc,) = classes.classify([epyc, xeon], lambda n: 'x86')
+    # Two nodes: too few to say which is usual, so neither is named; but they are two
+    # classes, and what they differ on is every configuration item they differ on.
+    assert not pc.judged and not pc.minorities
+    assert sorted(c.nodes for c in pc.classes) == [['vm'], ['xeon-vm']]     # host names
+    assert sorted(pc.split) == TWO_MACHINES_DIFFER
+    assert not set(pc.split) & (epyc.identity | xeon.identity)
+
+
+@pytest.mark.parametrize('many, one', [(0, 1), (1, 0)])
+def test_either_real_machine_among_peers_of_the_other_is_named_by_exactly_what_differs(
+        tmp_path, many, one):
+    machines = two_machines(tmp_path)
+    peers = [replace(machines[many], node=f'n{i}') for i in (1, 2, 3)]
+    odd = replace(machines[one], node='n4')
+    (pc,) = classes.classify([*peers, odd], lambda n: 'x86')
+    assert pc.judged and [c.nodes for c in pc.classes] == [['n1', 'n2', 'n3'], ['n4']]
+    (minority,) = pc.minorities
+    assert sorted(d.key for d in minority.differences) == TWO_MACHINES_DIFFER
+    said = {d.key: (d.value, d.usual, d.holders) for d in minority.differences}
+    for key in TWO_MACHINES_DIFFER:
+        assert said[key] == (machines[one].items[key], machines[many].items[key], 3)
+    assert 'CPU model (cpu.model) ' + str(machines[one].items['cpu.model']) in minority.text
+    identity = machines[0].identity | machines[1].identity
+    assert identity >= {'host.name', 'host.boot_id', 'net.eth0.mac'}
+    assert not [d for d in minority.differences if d.key in identity]
 
 
 @pytest.mark.parametrize('doc, problem', [
