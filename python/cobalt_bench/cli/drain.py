@@ -103,7 +103,7 @@ def drain_command(spec, apply=False, site=None, results=None):
     judgement = judge(run, site=site).judgement
     bad = judgement.fleet.bad_nodes
     run_id = run.run_id or os.path.basename(os.path.normpath(run.path))
-    say(f'{run.label}: {judgement.headline}; {len(bad)} bad node(s)'
+    say(f'{run.label}: {judgement.headline} ({judgement.count_text}); {len(bad)} bad node(s)'
         + ('' if apply else ' (dry run: --apply to act)'))
     names = [b.node for b in bad if slurm_nodes.NODE_NAME.fullmatch(b.node)]
     for b in bad:

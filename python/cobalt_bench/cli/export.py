@@ -61,6 +61,6 @@ def prometheus_command(spec, textfile_dir, file_name, site=None, base=None):
             fp.write(text)
     except OSError as err:
         raise CannotRun(f'cannot write {dest}: {err}')
-    say(f'{run.label}: {judged.judgement.headline}; wrote {dest} '
+    say(f'{run.label}: {judged.judgement.headline} ({judged.judgement.count_text}); wrote {dest} '
         f'({text.count(chr(10))} lines)')
     return 0

@@ -60,7 +60,6 @@ def command(spec, output, formats, preflight_file, base, site=None):
             model = build(run, preflight_file, site=site, drawer=drawer)
         written = write_report(model, _report_dir(path, run, output), formats)
     _say_damaged(run)
-    counts = ', '.join(f'{v} {k}' for k, v in sorted(model.counts.items())) or 'no cases'
     j = model.judgement
     # The answer first: the verdict line, the bad nodes and the configuration classes, its
     # reasons, then where the report is.
@@ -85,7 +84,7 @@ def command(spec, output, formats, preflight_file, base, site=None):
         flaky, more = _capped(model.flaky, 'flaky nodes')
         say('flaky node(s), by the store\'s node history: '
             + ', '.join(f.text() for f in flaky) + (f' {more.strip()}' if more else ''))
-    say(f'{run.label}: {model.verdict} ({counts}'
+    say(f'{run.label}: {model.verdict} ({j.count_text}'
         + (f'; run {run.state}: {run.state_why}' if run.state is not RunState.COMPLETE
            else '') + ')')
     # The failed cases again, last, one line each: the end of a long log (a CI tail, a

@@ -375,6 +375,12 @@ def analyse(cases, kind='', preflight_docs=(), threshold=DEFAULT_OUTLIER_THRESHO
             name = names[case.check] = check_name(case, checks)
         failed = case.result.failed and not sanity.did_not_run(case.fail_phase,
                                                                 case.fail_reason)
+        if failed and case.failed_settings:
+            # Failed by its required settings (judging.outcome): a node whose own they are
+            # is named; a setting most nodes fail (the fleet's MTU) is the fleet's, said
+            # once among the shared findings, and names no node.
+            own = {f.setting for f in findings.get(node, ()) if f.status == pf.FAIL}
+            failed = bool(own & set(case.failed_settings))
         if case.result in _UNFINISHED:
             bad.setdefault(node, []).append(Cause(name, f'{name} did not finish: '
                                                   f'{case.fail_reason or case.result}'))

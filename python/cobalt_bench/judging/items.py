@@ -31,6 +31,9 @@ class Item:
     unjudged: bool = False      # ran, but the site has no reference for it
     host: str = ''              # a preflight setting's: the host it was read on
     setting: str = ''           # a preflight setting's name ('' : not a setting)
+    # A case's item whose status its hosts' required settings decided (judging.outcome):
+    # those settings' own items say why, so it is not said again (grouped).
+    by_settings: bool = False
 
     def line(self):
         return f'{self.what}: {self.why}' if self.why else self.what
@@ -39,9 +42,12 @@ class Item:
 def grouped(items):
     '''`items` with each preflight setting that fails (or is missing) the same way on several
     hosts said once, its hosts as one hostlist ('preflight net.eth0.mtu on n[1-8]'): a
-    finding repeated per node is one line naming the nodes. Order kept (first of a group).'''
+    finding repeated per node is one line naming the nodes. A case's item that its required
+    settings decided is left out: their items say it. Order kept (first of a group).'''
     groups, out = {}, []
     for it in items:
+        if it.by_settings:
+            continue
         key = (it.status, it.setting, it.why, it.required, it.unjudged) if it.setting and \
             it.host else None
         if key is None:

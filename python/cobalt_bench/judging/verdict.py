@@ -30,7 +30,7 @@ from ..store.model import KIND_JOBS
 from ..store.result import Result, RunState, Word
 from . import fleet as fl
 from . import judge as jd
-from . import sanity
+from . import outcome, sanity
 from .items import FAILED, MISSING, NOTE, PASSED, Item, grouped, preflight_items, read_findings
 
 
@@ -104,17 +104,35 @@ class Verdict:
 
     @property
     def any_unjudged(self):
-        '''A check ran that nothing of the site's judged.'''
-        return any(i.unjudged for i in self.items)
+        '''A check ran that nothing of the site's references judged.'''
+        return any(i.unjudged and not i.by_settings for i in self.items)
+
+    def _settings(self, status):
+        return any(i.setting and i.required and i.status is status for i in self.items)
+
+    @property
+    def counts(self):
+        '''{Result: n} of the judged cases: the run's one count (judging.outcome).'''
+        return outcome.counts(self.cases)
+
+    @property
+    def count_text(self):
+        '''"2 pass, 1 fail, 2 recorded": what every output says the run's cases came to.'''
+        return outcome.count_text(self.counts)
 
     @property
     def headline(self):
         if self.state == DEMONSTRATION:
+            measured = 'the measurements passed the demonstration references'
             tail = ('checks that ran failed their references' if self.checks_failed else
                     'the run is incomplete: a check did not finish or cannot be read'
                     if self.run_incomplete else
                     'a check ran unjudged: the site has no reference for it'
                     if self.any_unjudged else
+                    f'{measured}; required preflight settings failed on this machine '
+                    '(a compliance run fails on them)' if self._settings(FAILED) else
+                    f'{measured}; required preflight settings could not be determined'
+                    if self._settings(MISSING) else
                     'the checks that ran passed the demonstration references')
             return f'{DEMONSTRATION} (not a compliance verdict; {tail})'
         return self.state
@@ -123,8 +141,10 @@ class Verdict:
         if self.state == COMPLIANT:
             return 0
         if self.state == DEMONSTRATION:
-            # The demonstration worked: every check that ran passed (judged: unjudged is
-            # no pass), the run is whole.
+            # The demonstration worked: every measurement passed the site's references
+            # (judged: unjudged is no pass), the run is whole. The machine's required
+            # settings are a compliance run's to hold against it: counted and named (a
+            # case they failed is FAIL everywhere), they leave this status alone.
             return 1 if self.checks_failed or self.run_incomplete or self.any_unjudged \
                 else 0
         return 1
@@ -134,6 +154,9 @@ class Verdict:
         return {
             'state': self.state.value,
             'headline': self.headline,
+            # The judged cases counted by result (judging.outcome), as every output says.
+            'cases': len(self.cases),
+            'counts': {r.value: n for r, n in self.counts.items()},
             'reasons': self.reasons,
             'site': self.site,
             'title': self.title,
@@ -141,7 +164,8 @@ class Verdict:
             'references': self.references,
             'compliance': self.compliance or None,
             'items': [{'status': i.status.value, 'what': i.what, 'why': i.why,
-                       'required': i.required, UNJUDGED: i.unjudged} for i in self.items],
+                       'required': i.required, UNJUDGED: i.unjudged,
+                       'by_settings': i.by_settings} for i in self.items],
             UNJUDGED: [i.what for i in self.items if i.unjudged],
             'bad_nodes': self.fleet.to_json(),
             'bad_nodes_hostlist': self.fleet.hostlist,
@@ -265,6 +289,20 @@ def _by_peers(item, case, index):
     return replace(item, why=f'{jd.PEERS_JUDGE}; not compared: {note}'), case
 
 
+def _apply_settings(v, case_items):
+    '''Each case of `v` whose hosts' required settings decide it (judging.outcome.
+    by_settings) made so, case and item: counted once, as that, everywhere.'''
+    by_host = outcome.required_settings_by_host(v.items)
+    if not by_host:
+        return
+    for i, k in case_items:
+        decided = outcome.by_settings(v.cases[k], by_host)
+        if decided:
+            v.cases[k], status, why = decided
+            v.items[i] = replace(v.items[i], status=status, why=why, required=True,
+                                 unjudged=status is MISSING, by_settings=True)
+
+
 def _state(comp, items):
     if comp.demonstration:
         return DEMONSTRATION
@@ -302,6 +340,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
 
     seen = set()
     peers = []      # (item, case index) of the capacity cases: judged by the fleet below
+    case_items = []     # (item, case index) of every case
     memo = jd.Memo()
     for case in run.cases:
         case, j = _judge_case(run, case, site, partition, memo)
@@ -321,6 +360,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
         lost = run.kind == KIND_JOBS and case.result is Result.FAIL and not case.docs
         if case.result is Result.RECORDED:
             peers.append((len(v.items), len(v.cases) - 1))
+        case_items.append((len(v.items), len(v.cases) - 1))
         v.items.append(Item(status, _case_label(case, memo), why, req is not None or lost,
                             unjudged=case.result is Result.UNJUDGED))
 
@@ -330,6 +370,7 @@ def decide(run, site, preflight_docs=(), partition=None, noise=None):
                                                                else ''), True))
     findings = read_findings(preflight_docs)
     v.items += preflight_items(comp, findings)
+    _apply_settings(v, case_items)
     if not run.cases:
         v.items.append(Item(MISSING, 'results', 'no check ran', True))
     v.fleet = fl.analyse(v.cases, run.kind, list(preflight_docs), comp.outlier_threshold,

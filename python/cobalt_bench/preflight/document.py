@@ -96,8 +96,17 @@ def results_block(findings):
         f'Failed:            {s[FAIL]} ({s["required_failed"]} required)',
         f'Warnings:          {s[WARN]}',
         f'Unknown:           {s[UNKNOWN]} ({s["required_unknown"]} required)',
-        f'Verdict:           {s["verdict"]}',
+        f'Own summary:       {own_summary(s)}',
     ])
+
+
+def own_summary(s):
+    '''What the settings came to by preflight's own list, in words that are not a run's
+    verdict (COMPLIANT, NOT COMPLIANT, ...: a site's compliance.yaml and references decide
+    that, judging.verdict), labelled as preflight's own. `s`: finding.summary().'''
+    said = (f'{s[FAIL]} failed' + (f', {s[UNKNOWN]} unknown' if s[UNKNOWN] else '')
+            if s[FAIL] else f'{s[UNKNOWN]} unknown' if s[UNKNOWN] else 'all passed')
+    return f'{said} (by preflight\'s own list; not the run\'s verdict)'
 
 
 def load(path):

@@ -15,9 +15,10 @@ from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, damage_rows, finding_rows, first_screen,
-                   is_preflight, judged_by, link_target, preflight_left_out_text, reasons,
-                   recorded_rows, shown_case_rows, shown_judged_rows, shown_node_tables,
-                   shown_preflight, shown_reproduce_rows, shown_sources, summary_lines)
+                   is_preflight, judged_by, link_target, preflight_left_out_text,
+                   preflight_own, reasons, recorded_rows, shown_case_rows, shown_judged_rows,
+                   shown_node_tables, shown_preflight, shown_reproduce_rows, shown_sources,
+                   summary_lines)
 
 
 CSS = '''
@@ -182,7 +183,7 @@ def render_html(model, out_dir=None):
                        + f': could not read it: {_e(d.problem)}</p>')
     preflights, more = shown_preflight(model)
     for label, doc in preflights:
-        out.append(f'<h2>Preflight: {_e(label)}: {_e(doc.get("verdict", ""))}</h2>')
+        out.append(f'<h2>Preflight: {_e(label)}: {_e(preflight_own(doc))}</h2>')
         out.append(_html_table(FINDING_HEADER, finding_rows(pf.findings_of(doc)),
                                status_col=0))
     if more:

@@ -19,10 +19,10 @@ from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
                    METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, finding_rows,
-                   first_screen, is_preflight, judged_by, link_target, preflight_left_out_text,
-                   reasons, recorded_rows, shown_case_rows, shown_judged_rows,
-                   shown_node_tables, shown_preflight, shown_reproduce_rows, shown_sources,
-                   summary_lines)
+                   first_screen, is_preflight, judged_by, link_target,
+                   preflight_left_out_text, preflight_own, reasons, recorded_rows,
+                   shown_case_rows, shown_judged_rows, shown_node_tables, shown_preflight,
+                   shown_reproduce_rows, shown_sources, summary_lines)
 
 # Line breaks (CommonMark's, and Unicode's), made spaces.
 _BREAK = re.compile('\r\n|[\r\n\t\v\f\x85\u2028\u2029]')
@@ -199,7 +199,7 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
     out += _plots(model, plot_dir_rel, out_dir)
     preflights, more = shown_preflight(model)
     for label, doc in preflights:
-        out += ['', f'## Preflight: {t(label)}: {t(doc.get("verdict", ""))}', '',
+        out += ['', f'## Preflight: {t(label)}: {t(preflight_own(doc))}', '',
                 md_table(FINDING_HEADER, finding_rows(pf.findings_of(doc)))]
     if more:
         out += ['', t(preflight_left_out_text(more))]

@@ -137,9 +137,7 @@ def build(run, preflight_file=None, with_plots=True, site=None, drawer=None):
     run, judgement, pre = judged.run, judged.judgement, judged.preflight
     flaky, flaky_note = judged.flaky, judged.flaky_note
     verdict = judgement.state
-    counts = {}
-    for c in judgement.cases:
-        counts[c.result] = counts.get(c.result, 0) + 1
+    counts = judgement.counts       # judging.outcome's: the one count of the run
     # Failed: measured and not good enough (or not sane). Aborted: not measured.
     failed = [c for c in judgement.cases
               if c.result.failed or c.result in (Result.ABORT, Result.ERROR)]

@@ -11,6 +11,8 @@ series, and the file's own mtime, node_textfile_mtime_seconds, says how fresh it
   cobalt_bench_run_timestamp_seconds{site}      when the run started (Unix time)
   cobalt_bench_run_verdict{site, state}         1 for the verdict's state, 0 the others
   cobalt_bench_run_bad_nodes{site}              how many nodes are bad
+  cobalt_bench_run_cases{site, result}          how many cases had each result, as judged
+                                                (judging.outcome: the report's count)
   cobalt_bench_node_bad{site, node, partition}  1 a bad node (failed or stands out), 0 not
   cobalt_bench_case_result{site, node, partition, check, result}   1 (its result only)
   cobalt_bench_metric{site, node, partition, check, metric, unit}  each finite value
@@ -27,6 +29,7 @@ import time
 from ..judging import fleet as fl
 from ..judging.verdict import STATES
 from ..store.history import peer_partition, run_date
+from ..store.result import Result
 
 PREFIX = 'cobalt_bench_'
 _HELP = {
@@ -34,6 +37,7 @@ _HELP = {
     'run_timestamp_seconds': 'When the run started, seconds since the epoch',
     'run_verdict': "The run's verdict: 1 for its state, 0 for the others",
     'run_bad_nodes': 'How many nodes of the run are bad (failed, lost or stand out)',
+    'run_cases': 'How many of the run\'s cases had each result, as judged',
     'node_bad': 'Whether the node is bad in this run (1) or not (0)',
     'case_result': "A check's result on a node: 1 for the result it had",
     'metric': "A measured value of a check on a node, in the unit label's unit",
@@ -82,6 +86,10 @@ def render_prometheus(run, verdict, site_name):
                                       int(verdict.state == state)))
     bad = {b.node for b in verdict.fleet.bad_nodes}
     series['run_bad_nodes'].append((_labels(site=site), len(bad)))
+    counted = verdict.counts
+    for result in Result:
+        series['run_cases'].append((_labels(site=site, result=result),
+                                    counted.get(result, 0)))
     nodes = {}
     seen = set()
     for case in verdict.cases:

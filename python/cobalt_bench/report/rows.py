@@ -4,7 +4,9 @@ import operator
 import os
 
 from .. import preflight as pf
+from ..preflight.document import own_summary
 from ..judging import fleet as fl
+from ..judging import outcome
 from ..judging import verdict as vd
 from ..store import confine, documents, reader
 from ..store.result import Result
@@ -44,40 +46,14 @@ def own_verdict(case):
     return '; '.join(out)
 
 
-CASE_HEADER = ['check', 'partition', 'node(s)', 'result (site\'s references)', 'reason',
+CASE_HEADER = ['check', 'partition', 'node(s)', 'result (site\'s judgement)', 'reason',
                'kernel\'s own verdict (not the site\'s)']
 
 
-def required_settings_by_host(judgement):
-    '''{host: [the verdict's items of a setting the site requires, on that host]}: built
-    once per table (a sweep has a few required settings per node).'''
-    out = {}
-    for i in (judgement.items if judgement is not None else ()):
-        if i.setting and i.required:
-            out.setdefault(i.host, []).append(i)
-    return out
-
-
-def preflight_outcome(case, by_host):
-    '''(result, reason) of a preflight case by the site's required settings, where they
-    did not all pass on its hosts (None: they did, or it requires none): the check ran
-    (ReFrame's PASS), but a required setting FAILED, and the table says so. `by_host`:
-    required_settings_by_host of the verdict.'''
-    hosts = {d.get('host') for d in case.docs if isinstance(d, dict)
-             and d.get('test') == 'preflight'}
-    if not hosts:       # not a preflight case: 9 of a sweep's 10 (asked 100,000 times)
-        return None
-    mine = [i for h in sorted(hosts, key=str) for i in by_host.get(h, ())]
-    failed = [i.setting for i in mine if i.status is vd.FAILED]
-    missing = [i.setting for i in mine if i.status is vd.MISSING]
-    ran = f' (the check itself: {case.result.upper()})'
-    if failed:
-        return Result.FAIL.upper(), ('required preflight setting(s) failed: '
-                                     + ', '.join(failed) + ran)
-    if missing:
-        return vd.MISSING.upper(), ('required preflight setting(s) not determined: '
-                                    + ', '.join(missing) + ran)
-    return None
+def _case_result(c):
+    '''(result word, reason) of a case in the Checks table: its outcome (judging.outcome),
+    the one every count is made of.'''
+    return c.result.upper(), (c.fail_reason if c.result is not Result.PASS else '')
 
 
 def shown_node_tables(model):
@@ -85,39 +61,14 @@ def shown_node_tables(model):
     return _made_once(model, 'node tables', lambda: node_tables(model))
 
 
-def settings_outcomes(model):
-    '''{index of a case in model.cases: preflight_outcome} of the cases that passed but
-    whose hosts' required settings did not: made once per report (the Checks table and the
-    first screen both ask, for each of a sweep's 100,000 cases).'''
-    def make():
-        by_host = required_settings_by_host(model.judgement)
-        if not by_host:
-            return {}
-        out = {}
-        for n, c in enumerate(model.cases):
-            if c.result.passed:
-                outcome = preflight_outcome(c, by_host)
-                if outcome:
-                    out[n] = outcome
-        return out
-    return _made_once(model, 'settings outcomes', make)
-
-
-def _case_result(c, outcome):
-    '''(result word, reason) of a case in the Checks table.'''
-    if outcome:
-        return outcome
-    return c.result.upper(), (c.fail_reason if c.result is not Result.PASS else '')
-
-
 def _case_row(c, result, reason):
+    phase = c.fail_phase and not outcome.decided_by_settings(c)    # its reason says it
     return [c.check, c.where, ', '.join(c.nodes), result,
-            (f'{c.fail_phase}: ' if c.fail_phase else '') + reason, own_verdict(c)]
+            (f'{c.fail_phase}: ' if phase else '') + reason, own_verdict(c)]
 
 
 def case_rows(model):
-    outcomes = settings_outcomes(model)
-    return [_case_row(c, *_case_result(c, outcomes.get(n))) for n, c in enumerate(model.cases)]
+    return [_case_row(c, *_case_result(c)) for c in model.cases]
 
 
 #: A report's tables of cases (the checks, their judged measurements, the commands that
@@ -184,9 +135,8 @@ def _made_once(model, key, make):
 def shown_case_rows(model):
     '''(the Checks table's rows, its left-out line).'''
     def make():
-        outcomes = settings_outcomes(model)
         passed = Result.PASS.upper()
-        results = ((c, _case_result(c, outcomes.get(n))) for n, c in enumerate(model.cases))
+        results = ((c, _case_result(c)) for c in model.cases)
         shown, notable, others = bounded((((c, r), r[0] != passed) for c, r in results),
                                          TABLE_ROWS_MAX)
         return [_case_row(c, *r) for c, r in shown], _left_out('cases', notable, others)
@@ -225,6 +175,12 @@ def shown_preflight(model):
     return _made_once(model, 'preflight', make)
 
 
+def preflight_own(doc):
+    '''What a preflight document's settings came to by preflight's own list, labelled as
+    its own (never a run's verdict word).'''
+    return own_summary(pf.summary(pf.findings_of(doc)))
+
+
 def preflight_left_out_text(more):
     return (f'... and {more} more preflight documents, each with its findings in its '
             'file (listed at the end); the settings most nodes share are in the fleet\'s '
@@ -249,10 +205,9 @@ def _first_screen(model):
     j = model.judgement
     cases = model.cases
     passed = {}
-    outcomes = settings_outcomes(model)
     names = {}      # a check's name without its node, found once per check and partition
-    for n, c in enumerate(cases):
-        if c.result.passed and n not in outcomes:
+    for c in cases:
+        if c.result.passed:
             key = names.get((c.check, c.where))
             if key is None:
                 key = names[(c.check, c.where)] = f'{fl.check_name(c)} on {c.where}'
@@ -281,9 +236,11 @@ def _first_screen(model):
                     + _some([f.text() for f in flaky], 5)))
     if getattr(model, 'flaky_note', ''):
         bad.append((VALUE, f'; {model.flaky_note}'))
+    counted = outcome.counts(cases)
     lines = [('Verdict', [(BOLD, j.headline if j else model.verdict)]),
-             ('Ran and passed', [(VALUE, f'{sum(passed.values())} of {len(cases)} check '
-                                         'case(s)' + (': ' + _some(ran, 8) if ran else ''))]),
+             ('Ran and passed', [(VALUE, f'{outcome.passed(counted)} of {len(cases)} check '
+                                         f'case(s) ({outcome.count_text(counted)})'
+                                         + (': ' + _some(ran, 8) if ran else ''))]),
              ('Failed', [(VALUE, _some(failed, 6) if failed else 'nothing')]),
              ('Not judged', [(VALUE, _some(missing, 4) if missing else 'nothing')]),
              ('Bad nodes', bad)]
@@ -384,10 +341,13 @@ def _judged_metrics(model):
 
 def _metric_row(c, m):
     '''A metric's row of the report's tables (formatted only for the rows shown: a sweep
-    of 10,000 nodes has 280,000 judged values).'''
+    of 10,000 nodes has 280,000 judged values). A metric of a case its required settings
+    decided says so beside its own verdict: the case is counted as they made it.'''
+    said = m.verdict.upper() if m.judged else Result.RECORDED.value
+    if outcome.decided_by_settings(c):
+        said += f' (the case: {c.result.upper()}, by required settings)'
     return [c.check, c.where, ', '.join(c.nodes), m.name, fmt(m.value),
-            fmt(m.ref) if m.judged else '', fmt_bounds(m), m.unit,
-            m.verdict.upper() if m.judged else Result.RECORDED.value, entry_text(m)]
+            fmt(m.ref) if m.judged else '', fmt_bounds(m), m.unit, said, entry_text(m)]
 
 
 METRIC_HEADER = ['check', 'partition', 'node(s)', 'metric', 'value', 'reference', 'bounds',
@@ -421,20 +381,18 @@ def summary_lines(model):
                          (TEXT, ')')] if j and j.site else
                         [(TEXT, 'no site (none named: '),
                          (CODE, 'cobalt-bench report --site SITE'), (TEXT, ')')]))
-    n = len(run.cases)
-    parts = [f'{v} {k}' for k, v in sorted(model.counts.items())]
-    lines.append([(TEXT, f'{n} check case(s): '), (VALUE, ', '.join(parts) if parts
-                                                    else 'none')])
+    lines.append([(TEXT, f'{len(model.cases)} check case(s), as judged: '),
+                  (VALUE, outcome.count_text(model.counts))])
     shown, more = shown_preflight(model)
     for label, doc in shown:
         s = pf.summary(pf.findings_of(doc))
         required = model.judgement.compliance_preflight if model.judgement else []
         line = [(TEXT, 'Preflight '), (VALUE, label),
-                (TEXT, ': the tool\'s own summary (not the site\'s verdict) '),
-                (VALUE, doc.get('verdict', s['verdict'])),
-                (TEXT, f' ({s[pf.FAIL]} failed, {s[pf.UNKNOWN]} unknown, {s[pf.WARN]} '
-                       f'warnings of {len(doc.get("findings", []))} settings); the site '
-                       'requires ')]
+                (TEXT, ': its own summary, not the site\'s verdict: '),
+                (VALUE, f'{s[pf.FAIL]} failed ({s["required_failed"]} of its required), '
+                        f'{s[pf.UNKNOWN]} unknown, {s[pf.WARN]} warnings of '
+                        f'{len(doc.get("findings", []))} settings'),
+                (TEXT, '; the site requires ')]
         for i, p in enumerate(required):
             line += [(TEXT, ', ')] * bool(i) + [(CODE, p)]
         lines.append(line + ([] if required else [(TEXT, 'none of them')]))

@@ -91,6 +91,9 @@ class Case:
     # (the most memory a step of its job used, the memory the job requested per node), in
     # bytes, where the step used more (sacct): Slurm's memory limit killed it. None: not.
     memory_overrun: tuple | None = None
+    # The site's required preflight settings that failed on its hosts, which made the case
+    # FAIL whatever the check itself said (judging.outcome; () : none).
+    failed_settings: tuple = ()
 
     def __post_init__(self):
         if self.result.__class__ is not Result:       # as Metric's: typed once

@@ -46,7 +46,7 @@ def test_linktest_json_to_stdout_under_mpirun():
     assert r.returncode in (0, 1), r.stdout + r.stderr
     doc = json.loads(r.stdout)
     assert doc['test'] == 'cb-linktest' and doc['interrupted'] is False
-    assert 'Verdict:' in r.stderr
+    assert 'Own verdict:' in r.stderr
 
 
 def test_cb_linktest_interrupted_through_mpirun(tmp_path):

@@ -59,14 +59,15 @@ def preflight_case(node, governor):
                    partition='default', nodes=[node], result=Result.PASS, docs=[doc])
 
 
-def sweep(n=8, slow=None, late=None):
-    '''A --distribute sweep of MemTest and Preflight over nodes n1..n<n>.'''
+def sweep(n=8, slow=None, late=None, governor_fails=('n3',)):
+    '''A --distribute sweep of MemTest and Preflight over nodes n1..n<n>; the nodes of
+    `governor_fails` fail the required cpu.governor.'''
     cases = []
     for i in range(1, n + 1):
         node = f'n{i}'
         cases.append(mem_case(node, (slow or {}).get(node, 8.01),
                               late=(late or {}).get(node, 0.1 + 0.001 * i)))
-        cases.append(preflight_case(node, 'fail' if node == 'n3' else 'pass'))
+        cases.append(preflight_case(node, 'fail' if node in governor_fails else 'pass'))
     return rs.Run(path='/nonexistent/run', kind=rs.KIND_REFRAME, site='local',
                   run_id='sweep', cases=cases)
 
@@ -128,9 +129,24 @@ def test_preflight_is_not_pass_beside_a_failed_required_setting():
     assert n1[3] == Result.PASS.upper()
 
 
-def test_a_clean_sweep_has_no_bad_nodes(tmp_path):
+def test_a_node_failing_a_required_setting_alone_is_named_by_it():
+    # n3's governor fails a required setting its peers pass: its preflight case is FAIL
+    # (counted so everywhere, issue 56), and n3 is a bad node with that why, no outlier.
     model = rp_model.build(sweep(), site='local', with_plots=False)
-    # n3's governor fails: its preflight case is not a measurement; no outlier, no failure.
+    (bad,) = model.judgement.fleet.bad_nodes
+    assert bad.node == 'n3' and 'required preflight setting(s) failed: cpu.governor' in bad.why
+    assert model.judgement.counts[Result.FAIL] == 1
+    # Every node failing it: the fleet's setting, said once among the shared findings; each
+    # case is still FAIL, and no node is named by it.
+    model = rp_model.build(sweep(governor_fails=[f'n{i}' for i in range(1, 9)]), site='local',
+                           with_plots=False)
+    assert model.judgement.fleet.bad_nodes == [] and model.judgement.counts[Result.FAIL] == 8
+    assert [t for t, _ in model.judgement.fleet.shared_findings] == [
+        'cpu.governor fail: powersave (expected performance)']
+
+
+def test_a_clean_sweep_has_no_bad_nodes(tmp_path):
+    model = rp_model.build(sweep(governor_fails=()), site='local', with_plots=False)
     assert model.judgement.fleet.bad_nodes == []
     write_report(model, str(tmp_path), ('md',))
     text = (tmp_path / 'bad-nodes.txt').read_text()
@@ -162,7 +178,8 @@ def test_node_names_are_text(tmp_path):
 
 def test_big_sweep_is_bounded(tmp_path):
     n = 1000
-    run = sweep(n=n, slow={'n17': 6.0}, late={f'n{i}': 9.0 for i in (100, 200)})
+    run = sweep(n=n, slow={'n17': 6.0}, late={f'n{i}': 9.0 for i in (100, 200)},
+                governor_fails=())
     model = rp_model.build(run, site='local')
     assert model.judgement.fleet.hostlist == 'n[17,100,200]'
     md = render_markdown(model)
