@@ -19,4 +19,5 @@ pytest_plugins = [
     "plugins.slurm",
     "plugins.spack",
     "plugins.tools",
+    "plugins.timing",
 ]
