@@ -90,6 +90,9 @@ def command(spec, output, formats, preflight_file, base, site=None):
     # The failed cases again, last, one line each: the end of a long log (a CI tail, a
     # Slurm output) still says which check failed and why.
     failures, more = _capped(model.failures, 'failed cases')
+    if model.failures_more:
+        more = f'  ... and {len(model.failures) + model.failures_more - len(failures)} more ' \
+               'failed cases (the report lists them all)'
     for e in failures:
         c = e.case
         why = '; '.join(f'{m.name} {m.value} {m.unit} (bounds '

@@ -36,8 +36,7 @@ def required_settings_by_host(items):
 
 def preflight_hosts(case):
     '''The hosts a case's preflight documents were taken on (empty: not a preflight case).'''
-    return {d.get('host') for d in case.docs if isinstance(d, dict)
-            and d.get('test') == 'preflight'}
+    return {d.get('host') for d in case.docs if d.get('test') == 'preflight'}
 
 
 def by_settings(case, by_host):

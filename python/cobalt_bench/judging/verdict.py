@@ -65,6 +65,7 @@ class Verdict:
     run_incomplete: bool = False  # the run is partial, or some of its results unreadable
     compliance_preflight: list = field(default_factory=list)  # required setting patterns
     fleet: fl.Fleet = field(default_factory=fl.Fleet)   # the nodes against their peers
+    counted: dict = None        # counts(), once the cases are judged (decide's last step)
 
     @property
     def reasons(self):
@@ -112,8 +113,11 @@ class Verdict:
 
     @property
     def counts(self):
-        '''{Result: n} of the judged cases: the run's one count (judging.outcome).'''
-        return outcome.counts(self.cases)
+        '''{Result: n} of the judged cases: the run's one count (judging.outcome), counted
+        once the cases are judged (a sweep's 100,000 are asked by every output).'''
+        if self.counted is None:
+            self.counted = outcome.counts(self.cases)
+        return self.counted
 
     @property
     def count_text(self):
@@ -164,8 +168,7 @@ class Verdict:
             'references': self.references,
             'compliance': self.compliance or None,
             'items': [{'status': i.status.value, 'what': i.what, 'why': i.why,
-                       'required': i.required, UNJUDGED: i.unjudged,
-                       'by_settings': i.by_settings} for i in self.items],
+                       'required': i.required, UNJUDGED: i.unjudged} for i in self.items],
             UNJUDGED: [i.what for i in self.items if i.unjudged],
             'bad_nodes': self.fleet.to_json(),
             'bad_nodes_hostlist': self.fleet.hostlist,

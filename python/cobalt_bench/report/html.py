@@ -14,11 +14,11 @@ from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_n
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
-                   METRIC_HEADER, REPRODUCE_HEADER, damage_rows, finding_rows, first_screen,
-                   is_preflight, judged_by, link_target, preflight_left_out_text,
-                   preflight_own, reasons, recorded_rows, shown_case_rows, shown_judged_rows,
-                   shown_node_tables, shown_preflight, shown_reproduce_rows, shown_sources,
-                   summary_lines)
+                   METRIC_HEADER, REPRODUCE_HEADER, damage_rows, failures_left_out_text,
+                   finding_rows, first_screen, is_preflight, judged_by, link_target,
+                   preflight_left_out_text, preflight_own, reasons, recorded_rows,
+                   shown_case_rows, shown_judged_rows, shown_node_tables, shown_preflight,
+                   shown_reproduce_rows, shown_sources, summary_lines)
 
 
 CSS = '''
@@ -166,6 +166,8 @@ def render_html(model, out_dir=None):
                 out.append('<p class="small">No preflight finding of this node explains it'
                            + (' (the run has no preflight results)' if not model.preflight
                               else '') + '.</p>')
+        if model.failures_more:
+            out.append(f'<p>{_e(failures_left_out_text(model.failures_more))}</p>')
     unplotted = [(c, d) for c, d in damaged_files(run) if d.path.endswith('.json')]
     if model.plots or unplotted:
         out.append('<h2>Plots</h2>')

@@ -18,8 +18,8 @@ from .fleet import (BAD_HEADER, BAD_NODES_FILE, CLASS_HEADER, NODE_HEADER, bad_n
 from .format import fmt, fmt_bounds, visible
 from .model import damaged_files
 from .rows import (BOLD, CASE_HEADER, CODE, DAMAGE_HEADER, DAMAGE_TEXT, FINDING_HEADER,
-                   METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, finding_rows,
-                   first_screen, is_preflight, judged_by, link_target,
+                   METRIC_HEADER, REPRODUCE_HEADER, TEXT, damage_rows, failures_left_out_text,
+                   finding_rows, first_screen, is_preflight, judged_by, link_target,
                    preflight_left_out_text, preflight_own, reasons, recorded_rows,
                    shown_case_rows, shown_judged_rows, shown_node_tables, shown_preflight,
                    shown_reproduce_rows, shown_sources, summary_lines)
@@ -196,6 +196,8 @@ def render_markdown(model, plot_dir_rel='plots', out_dir=None):
         out += ['', '## Failures and likely causes', '']
         for e in model.failures:
             out += _failure(e, model)
+        if model.failures_more:
+            out += [t(failures_left_out_text(model.failures_more)), '']
     out += _plots(model, plot_dir_rel, out_dir)
     preflights, more = shown_preflight(model)
     for label, doc in preflights:

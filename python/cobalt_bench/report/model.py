@@ -10,6 +10,7 @@ from .. import kernels
 from .. import preflight as pf
 from ..errors import CannotRun
 from ..judging import sanity
+from ..judging.outcome import decided_by_settings
 from ..judging import verdict as vd
 from ..store import documents, job_record
 from ..store import history as hist
@@ -40,6 +41,12 @@ def families(case):
     return {f for f, patt in FAMILIES.items() if re.search(patt, words)}
 
 
+#: The failed cases the report explains each in a section of its own (the failing metrics,
+#: the findings that may explain it); the others are counted there, and listed in the
+#: Checks table and verdict.json (a sweep of 10,000 nodes with 50 slow ones has 450).
+FAILURES_EXPLAINED_MAX = 500
+
+
 @dataclass
 class Explained:
     case: object
@@ -60,6 +67,7 @@ class Model:
     cases: list = field(default_factory=list)   # the run's cases as judged
     flaky: list = field(default_factory=list)   # fleet.Flaky: by the store's node history
     flaky_note: str = ''                        # why the node history was not read
+    failures_more: int = 0                      # failed cases beyond those explained
 
 
 def _preflight_docs(run, extra_file):
@@ -138,9 +146,13 @@ def build(run, preflight_file=None, with_plots=True, site=None, drawer=None):
     flaky, flaky_note = judged.flaky, judged.flaky_note
     verdict = judgement.state
     counts = judgement.counts       # judging.outcome's: the one count of the run
-    # Failed: measured and not good enough (or not sane). Aborted: not measured.
+    # Failed: measured and not good enough (or not sane). Aborted: not measured. Those its
+    # required settings failed come last: at fleet scale a setting every node fails (the
+    # MTU) fails every node's preflight, alike, and the Checks table lists them all.
     failed = [c for c in judgement.cases
               if c.result.failed or c.result in (Result.ABORT, Result.ERROR)]
+    failed.sort(key=decided_by_settings)
+    failed, more = failed[:FAILURES_EXPLAINED_MAX], max(0, len(failed) - FAILURES_EXPLAINED_MAX)
 
     failures = []
     findings = {}       # id(document): its findings, each document read once, when asked
@@ -172,7 +184,7 @@ def build(run, preflight_file=None, with_plots=True, site=None, drawer=None):
         plots += fleet_plots(judgement.fleet)
         draw_aside(plots, drawer)
     return Model(run, verdict, counts, [(_pre_label(c, d), d) for c, d in pre], failures,
-                 plots, judgement, judgement.cases, flaky, flaky_note)
+                 plots, judgement, judgement.cases, flaky, flaky_note, more)
 
 
 

@@ -175,6 +175,12 @@ def shown_preflight(model):
     return _made_once(model, 'preflight', make)
 
 
+def failures_left_out_text(more):
+    return (f'... and {more} more failed cases, not explained each here: the Checks table '
+            'and verdict.json list them all (those their required settings failed, alike '
+            'at fleet scale, come last)')
+
+
 def preflight_own(doc):
     '''What a preflight document's settings came to by preflight's own list, labelled as
     its own (never a run's verdict word).'''
@@ -236,7 +242,7 @@ def _first_screen(model):
                     + _some([f.text() for f in flaky], 5)))
     if getattr(model, 'flaky_note', ''):
         bad.append((VALUE, f'; {model.flaky_note}'))
-    counted = outcome.counts(cases)
+    counted = j.counts if j else outcome.counts(cases)
     lines = [('Verdict', [(BOLD, j.headline if j else model.verdict)]),
              ('Ran and passed', [(VALUE, f'{outcome.passed(counted)} of {len(cases)} check '
                                          f'case(s) ({outcome.count_text(counted)})'

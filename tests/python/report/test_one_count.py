@@ -197,8 +197,9 @@ def test_a_case_its_required_settings_failed_is_failed_once_everywhere(tmp_path,
     # the failed settings are said once each, as reasons; the case's item is not said again
     failed = [r for r in verdict['reasons'] if r.startswith('FAILED')]
     assert len(failed) == 2 and all(r.startswith('FAILED: preflight ') for r in failed)
-    (item,) = [i for i in verdict['items'] if i['by_settings']]
-    assert item['status'] == 'failed' and item['required']
+    (item,) = [i for i in verdict['items'] if i['what'].startswith('preflight on ')]
+    assert item['status'] == 'failed' and item['required'] and \
+        item['why'] == row[4]
     # the host's own failing settings name it a bad node, by them
     assert [b['node'] for b in verdict['bad_nodes']] == ['cobalt-bad']
 
