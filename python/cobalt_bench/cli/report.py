@@ -92,7 +92,7 @@ def command(spec, output, formats, preflight_file, base, site=None):
     failures, more = _capped(model.failures, 'failed cases')
     if model.failures_more:
         more = f'  ... and {len(model.failures) + model.failures_more - len(failures)} more ' \
-               'failed cases (the report lists them all)'
+               'failed cases (verdict.json lists them all)'
     for e in failures:
         c = e.case
         why = '; '.join(f'{m.name} {m.value} {m.unit} (bounds '

@@ -88,17 +88,20 @@ SOURCES_SHOWN_MAX = 50
 def bounded(pairs, limit):
     '''[(row, notable)] (or any iterable of them) -> (the rows shown, how many notable ones
     and how many others are left out): all of them where they fit in `limit`; else the
-    notable ones first. Holds at most `limit` of each kind: the rows of a sweep's 280,000
-    judged values are made (formatted) only for the few shown.'''
-    notable, others, n_notable, n = [], [], 0, 0
+    notable ones first, the more notable (a larger number: True is 1) before the less.
+    Holds at most `limit` of each kind: the rows of a sweep's 280,000 judged values are
+    made (formatted) only for the few shown.'''
+    levels, others, n_notable, n = {}, [], 0, 0
     for row, flag in pairs:
         if flag:
             n_notable += 1
-            if len(notable) < limit:
-                notable.append((n, row))
+            level = levels.setdefault(int(flag), [])
+            if len(level) < limit:
+                level.append((n, row))
         elif len(others) < limit:
             others.append((n, row))
         n += 1
+    notable = [nr for flag in sorted(levels, reverse=True) for nr in levels[flag]][:limit]
     if n <= limit:      # all of them, in their order
         return [r for _, r in sorted(notable + others, key=lambda nr: nr[0])], 0, 0
     shown = [r for _, r in notable] + [r for _, r in others[:limit - len(notable)]]
@@ -137,8 +140,11 @@ def shown_case_rows(model):
     def make():
         passed = Result.PASS.upper()
         results = ((c, _case_result(c)) for c in model.cases)
-        shown, notable, others = bounded((((c, r), r[0] != passed) for c, r in results),
-                                         TABLE_ROWS_MAX)
+        # What did not pass first; of it, what its required settings failed last (at fleet
+        # scale every node's preflight may fail the fleet's MTU alike).
+        shown, notable, others = bounded(
+            (((c, r), (r[0] != passed) * (1 + (not outcome.decided_by_settings(c))))
+             for c, r in results), TABLE_ROWS_MAX)
         return [_case_row(c, *r) for c, r in shown], _left_out('cases', notable, others)
     return _made_once(model, 'cases', make)
 
@@ -176,9 +182,9 @@ def shown_preflight(model):
 
 
 def failures_left_out_text(more):
-    return (f'... and {more} more failed cases, not explained each here: the Checks table '
-            'and verdict.json list them all (those their required settings failed, alike '
-            'at fleet scale, come last)')
+    return (f'... and {more} more failed cases, not explained each here: verdict.json lists '
+            'them all (those their required settings failed, alike at fleet scale, come '
+            'last)')
 
 
 def preflight_own(doc):

@@ -9,10 +9,10 @@ from cobalt_bench.report.rows import bounded
 
 
 def whole_list(pairs, limit):
-    '''The rule, said on the whole list at once.'''
+    '''The rule, said on the whole list at once: the more notable (a larger level) first.'''
     if len(pairs) <= limit:
         return [r for r, _ in pairs], 0, 0
-    notable = [r for r, n in pairs if n]
+    notable = [r for r, n in sorted((p for p in pairs if p[1]), key=lambda p: -int(p[1]))]
     others = [r for r, n in pairs if not n]
     shown = (notable + others)[:limit]
     left = max(0, len(notable) - limit)
@@ -25,6 +25,10 @@ def test_a_stream_gives_what_the_whole_list_gives():
         n, limit = rnd.randrange(0, 60), rnd.randrange(0, 25)
         share = rnd.random()
         pairs = [(f'row {i}', rnd.random() < share) for i in range(n)]
+        assert bounded(iter(pairs), limit) == whole_list(pairs, limit), (pairs, limit)
+        # levels: a failed measurement (2) before a case its required settings failed (1)
+        pairs = [(f'row {i}', rnd.choice((0, 1, 2)) * (rnd.random() < share))
+                 for i in range(n)]
         assert bounded(iter(pairs), limit) == whole_list(pairs, limit), (pairs, limit)
 
 
