@@ -46,10 +46,21 @@ _cb_pass_turn() {
     echo "$2" > "$1/.turn.$3" && mv -f "$1/.turn.$3" "$1/.turn"
 }
 
-# The nodes of the allocation not yet ready that Slurm has lost (DOWN, FAIL, NOT_RESPONDING).
+# The nodes of the allocation not yet ready that Slurm has lost: DOWN, FAIL, NOT_RESPONDING,
+# or no longer in the job. (Slurm removes a failed node from a --no-kill job, and a node
+# set down whose slurmd still answers may be back in service at once, IDLE, with
+# ReturnToService=2: the others waited CB_READY_TIMEOUT_S for it.)
 _cb_lost() {
-    local n state
+    local n state nodelist='' in_job=''
+    [ -n "${SLURM_JOB_ID:-}" ] &&
+        nodelist=$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null |
+                   sed -n 's/.* NodeList=\([^ ]*\).*/\1/p')
+    case $nodelist in ''|'(null)') ;; *) in_job=$(scontrol show hostnames "$nodelist" 2>/dev/null) ;; esac
     for n in "$@"; do
+        if [ -n "$in_job" ] && ! grep -qxF -- "$n" <<< "$in_job"; then
+            echo "$n"
+            continue
+        fi
         state=$(scontrol show node -o "$n" 2>/dev/null | sed -n 's/.* State=\([^ ]*\).*/\1/p')
         case "+$state+" in *+DOWN*|*+FAIL+*|*+NOT_RESPONDING+*) echo "$n" ;; esac
     done

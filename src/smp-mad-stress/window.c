@@ -31,7 +31,8 @@ typedef struct slot {
 
 typedef struct shared {
     const smt_config *c;
-    _Atomic int local;
+    _Atomic int local;      /* places taken in the local window (some only tried) */
+    _Atomic int outstanding; /* MADs holding both places: what max_local records */
     _Atomic int max_local;
     _Atomic int *dest;      /* per destination in flight */
     _Atomic int *max_dest;
@@ -123,13 +124,16 @@ static int reserve_both(shared *sh, int d)
         atomic_fetch_sub(&sh->local, 1);
         return 0;
     }
-    atomic_max(&sh->max_local, l);
+    /* Not l: a place another worker took only to find its destination full counts in
+     * `local` for a moment (CI: 4 recorded with 3 destinations of depth 1). */
+    atomic_max(&sh->max_local, atomic_fetch_add(&sh->outstanding, 1) + 1);
     atomic_max(&sh->max_dest[d], n);
     return 1;
 }
 
 static void release_both(shared *sh, int d)
 {
+    atomic_fetch_sub(&sh->outstanding, 1);
     atomic_fetch_sub(&sh->dest[d], 1);
     atomic_fetch_sub(&sh->local, 1);
 }

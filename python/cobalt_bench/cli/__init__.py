@@ -386,8 +386,9 @@ def main(argv=None):
         call = _command(args, reexec=argv is None)
     finally:
         signal.signal(signal.SIGINT, previous)
-    catch_interrupts()
-    return exit_status(f'cobalt-bench {args.command}', call)
+    prog = f'cobalt-bench {args.command}'
+    catch_interrupts(prog)
+    return exit_status(prog, call)
 
 
 if __name__ == '__main__':

@@ -16,12 +16,21 @@ def _on_sigint(signum, frame):
     raise KeyboardInterrupt
 
 
-def catch_interrupts():
+def _on_unraisable(prog, unraisable):
+    if _interrupts and issubclass(unraisable.exc_type, KeyboardInterrupt):
+        _interrupted(prog)
+    sys.__unraisablehook__(unraisable)
+
+
+def catch_interrupts(prog):
     '''Ctrl-C raises KeyboardInterrupt, as Python's own handler does, and is remembered: an
     import it broke (a C extension's initialisation turns it into an ImportError, as numpy's
-    did under matplotlib) then ends the command as interrupted, not as an error of its own.'''
+    did under matplotlib) then ends the command as interrupted, not as an error of its own.
+    One raised where Python cannot raise (a finaliser, logging's hook after a fork) would be
+    printed as a traceback and lost, the command going on: it ends `prog` as interrupted.'''
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_sigint)
+        sys.unraisablehook = lambda unraisable: _on_unraisable(prog, unraisable)
 
 
 def _interrupted(prog):
