@@ -206,7 +206,7 @@ dist:
 # aarch64 node: the tests then need the aarch64 kernels too, built against it.
 test: all ctest
 	@if scripts/arm64-root check >/dev/null 2>&1; then $(MAKE) --no-print-directory arm-kernels; fi
-	$(PYTHON) -m pytest --durations=30 tests
+	$(PYTHON) -m pytest -n 5 --dist loadgroup -rs --durations=30 tests
 
 run: all
 	scripts/run-suite $(or $(SITE),local)

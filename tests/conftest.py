@@ -13,11 +13,13 @@ and helpers are never imported from a conftest.py.
 """
 
 pytest_plugins = [
+    "plugins.workers",      # first: plugins.slurm imports its lock
     "plugins.checkout",
     "plugins.setup",
     "plugins.kernels",
     "plugins.slurm",
     "plugins.spack",
+    "plugins.reframe_runs",
     "plugins.tools",
     "plugins.timing",
 ]

@@ -25,6 +25,9 @@ import time
 import pytest
 
 from plugins.checkout import DATA, MPI_ENV, ROOT
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 RECORD = os.path.join(ROOT, 'tests', 'data', 'kernels', 'document-configs.json')
 WRITE = os.environ.get('COBALT_WRITE_DOCUMENT_CONFIGS') == '1'

@@ -2,9 +2,14 @@
 
 - ``slurm_cluster``: the ``local-slurm`` site's real Slurm cluster
   (``site-configs/local-slurm/cluster``), started once per test session unless it already
-  runs (a cluster this session started is stopped again at its end). Tests that need it are
-  skipped, with the reason, where it cannot run (not root, Slurm not installed); where it
-  can run but fails to start, they fail.
+  runs (a cluster this session started is stopped again at its end).
+- ``fleet_cluster``: a second one beside it, of 8 nodes (its own state directory and
+  ports), for the fleet's sweeps; ``fault_cluster``: a third, of 2 nodes, for the tests
+  that kill, cancel, time out, fail and drain (their waits on Slurm run beside the
+  others', and their restarts with memory limits or a health check change no other
+  test's cluster). Each started and stopped the same way. Tests that need one
+  are skipped, with the reason, where it cannot run (not root, Slurm not installed); where
+  it can run but fails to start, they fail.
 - ``sbatch()`` and ``finished_job()``: submit one of jobs/ as a user does (from a directory,
   with an environment) and wait for its accounting; ``SlurmCluster.sbatch()`` and
   ``.wait_for_job()`` do the same for a job that the test writes itself (``--wrap``).
@@ -27,9 +32,22 @@ from pathlib import Path
 import pytest
 
 from plugins.checkout import JOB_STATE, REFRAME, REPO_ROOT, ROOT, clean_env
+from plugins.workers import held
 
 CLUSTER_SCRIPT = REPO_ROOT / "site-configs" / "local-slurm" / "cluster"
 SLURM_DIR = Path(os.environ.get("COBALT_SLURM_DIR", "/var/tmp/cobalt-bench-slurm"))
+# The fleet's cluster (``fleet_cluster``): 8 nodes, its ports 100 above the first's.
+FLEET_DIR = Path(os.environ.get("COBALT_SLURM_FLEET_DIR", "/var/tmp/cobalt-bench-slurm-fleet"))
+FLEET_NODES = 8
+FLEET_PORT_OFFSET = 100
+# A crashed node DOWN within a minute, not Slurm's five: the sweeps' lost-node tests wait
+# for Slurm to find out, and nothing else there depends on it.
+FLEET_SLURMD_TIMEOUT_S = 60
+# The faults' cluster (``fault_cluster``): 2 nodes, its ports 500 above the first's (clear
+# of the other two's nodes, up to n64), its job ids from 5,000,001.
+FAULT_DIR = Path(os.environ.get("COBALT_SLURM_FAULT_DIR", "/var/tmp/cobalt-bench-slurm-faults"))
+FAULT_NODES = 2
+FAULT_PORT_OFFSET = 500
 
 # What `cluster start` needs, by command; the package that provides each on Debian 12.
 _REQUIRED_COMMANDS = {
@@ -105,10 +123,11 @@ class SlurmCluster:
     started_here: bool = False  # True when this session started it (and stops it)
 
     def run(self, args, timeout: float = 60, check: bool = False, **kwargs):
-        """Run a command (a list) with the cluster's environment; text output captured."""
+        """Run a command (a list) with the cluster's environment (or `env`); text output
+        captured."""
+        kwargs.setdefault("env", self.env)
         return subprocess.run(
             [str(a) for a in args],
-            env=self.env,
             text=True,
             capture_output=True,
             timeout=timeout,
@@ -166,26 +185,25 @@ def _cannot_run_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster():
-    """Start the local-slurm cluster (unless it already runs) and yield a SlurmCluster.
-
-    A cluster that was already up before the session is left running at the end; one that
-    this session started is stopped again.
-    """
+def _cluster_up(state_dir: Path, **settings):
+    """Start the local-slurm cluster of `state_dir` (unless it already runs) with the
+    cluster script's `settings` (COBALT_SLURM_* variables) and yield a SlurmCluster; stop it
+    at the end if it was started here."""
     reason = _cannot_run_reason()
     if reason:
         pytest.skip(f"local Slurm cluster unavailable: {reason}")
 
-    state_dir = SLURM_DIR.resolve()
+    state_dir = state_dir.resolve()
     slurm_conf = state_dir / "etc" / "slurm.conf"
-    env = dict(os.environ, SLURM_CONF=str(slurm_conf))
+    env = dict(os.environ, SLURM_CONF=str(slurm_conf), **settings)
     env.setdefault("COBALT_SLURM_DIR", str(state_dir))
     cluster = SlurmCluster(CLUSTER_SCRIPT, state_dir, slurm_conf, env)
 
-    was_running = cluster.cluster("status", timeout=60).returncode == 0
-    if not was_running:
-        start = cluster.cluster("start")
+    # One cluster starts at a time: both would start munged, where it does not run yet.
+    with held("local Slurm cluster start"):
+        was_running = cluster.cluster("status", timeout=60).returncode == 0
+        start = None if was_running else cluster.cluster("start")
+    if start is not None:
         if start.returncode != 0:
             pytest.fail(
                 "`cluster start` failed (exit %d):\n%s\n%s"
@@ -196,8 +214,96 @@ def slurm_cluster():
 
     yield cluster
 
+    JOBS_CPU.extend(jobs_cpu(cluster, _SESSION_START))
     if cluster.started_here:
         cluster.cluster("stop", timeout=_STOP_TIMEOUT)
+
+
+# ---- what the jobs computed (tests/plugins/timing.py) ------------------------------------
+
+# (job id, submit time, CPU seconds of its steps) of every job that a cluster of this process ran
+# in the session, read from the cluster's accounting before it is stopped: the kernels run
+# under slurmd, no child of the tests, so that their CPU time is nowhere else.
+JOBS_CPU: list[tuple[str, float, float]] = []
+_SESSION_START = time.time()
+
+
+def cpu_seconds(total_cpu: str) -> float:
+    """sacct's TotalCPU, [D-][HH:]MM:SS[.mmm], in seconds (ValueError if it is none)."""
+    days, _, clock = total_cpu.rpartition("-")
+    seconds = 0.0
+    for part in clock.split(":"):
+        seconds = 60 * seconds + float(part)
+    return 86400 * int(days or 0) + seconds
+
+
+def jobs_cpu(cluster: SlurmCluster, since: float) -> list[tuple[str, float, float]]:
+    """(job id, submit time, CPU seconds) of each job of `cluster` submitted since `since` (epoch
+    seconds): the user and system time of its steps (batch, extern, srun's), as
+    jobacct_gather/linux accounts them. None where sacct does not answer."""
+    start = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(since))
+    try:
+        out = cluster.run(["sacct", "-a", "-n", "-P", "-S", start, "-E", "now",
+                           "-o", "JobID,Submit,TotalCPU"], timeout=60,
+                          env=dict(cluster.env, SLURM_TIME_FORMAT="%s")).stdout
+    except subprocess.TimeoutExpired:
+        return []
+    submitted, cpu = {}, {}
+    for line in out.splitlines():
+        jobid, submit, total = (line.split("|") + ["", ""])[:3]
+        job, _, step = jobid.partition(".")
+        try:
+            if not step:
+                submitted[job] = float(submit)
+            else:
+                cpu[job] = cpu.get(job, 0.0) + cpu_seconds(total)
+        except ValueError:
+            continue
+    return [(job, t, cpu.get(job, 0.0)) for job, t in submitted.items() if t >= since]
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """Start the local-slurm cluster (unless it already runs) and yield a SlurmCluster.
+
+    A cluster that was already up before the session is left running at the end; one that
+    this session started is stopped again.
+    """
+    yield from _cluster_up(SLURM_DIR)
+
+
+@pytest.fixture(scope="session")
+def fleet_cluster():
+    """A second local cluster of FLEET_NODES x86 nodes (n1 ... n8, no aarch64 node) beside
+    the first: its own state directory ($COBALT_SLURM_FLEET_DIR) and ports (offset by
+    FLEET_PORT_OFFSET), so that the fleet's sweeps and the first cluster's jobs run at the
+    same time (tests/plugins/workers.py). Started at that size if it does not run; one
+    that runs at another size is restarted at it."""
+    cluster_up = _cluster_up(FLEET_DIR, COBALT_SLURM_DIR=str(FLEET_DIR.resolve()),
+                             COBALT_SLURM_PORT_OFFSET=str(FLEET_PORT_OFFSET),
+                             COBALT_SLURM_NODES=str(FLEET_NODES), COBALT_SLURM_ARM="no",
+                             COBALT_SLURM_SLURMD_TIMEOUT=str(FLEET_SLURMD_TIMEOUT_S))
+    cluster = next(cluster_up)
+    nodes = cluster.run(["sinfo", "-h", "-p", "x86", "-N", "-o", "%N"]).stdout.split()
+    if len(set(nodes)) != FLEET_NODES:
+        with held("local Slurm cluster start"):
+            restart = cluster.cluster("restart", "--nodes", str(FLEET_NODES))
+        assert restart.returncode == 0, restart.stdout + restart.stderr
+    yield cluster
+    next(cluster_up, None)
+
+
+@pytest.fixture(scope="session")
+def fault_cluster():
+    """A third local cluster of FAULT_NODES x86 nodes (n1, n2, no aarch64 node) beside the
+    other two, its own state directory ($COBALT_SLURM_FAULT_DIR) and ports (offset by
+    FAULT_PORT_OFFSET), for the tests of killed, cancelled, timed-out and failed jobs and of
+    draining: most of their time is waiting for Slurm (a time limit, a node's failure, a
+    health check), which they do beside the first cluster's tests. Their restarts (memory
+    limits, a health check, four nodes) end with the cluster as it was."""
+    yield from _cluster_up(FAULT_DIR, COBALT_SLURM_DIR=str(FAULT_DIR.resolve()),
+                           COBALT_SLURM_PORT_OFFSET=str(FAULT_PORT_OFFSET),
+                           COBALT_SLURM_NODES=str(FAULT_NODES), COBALT_SLURM_ARM="no")
 
 
 # ---- jobs of a test, found and waited for; a ReFrame run of MemTest on the cluster ----

@@ -46,13 +46,6 @@ def version(root):
         return fp.read().strip()
 
 
-@pytest.fixture(scope='module')
-def mem_test(root):
-    path = os.path.join(root, 'bin', 'mem-test')
-    assert os.access(path, os.X_OK), f'{path} is not built (run make)'
-    return path
-
-
 def test_modulefile_is_named_by_version(root, version):
     assert os.path.isfile(
         os.path.join(root, 'modulefiles', 'cobalt-bench', f'{version}.lua')

@@ -20,6 +20,9 @@ import pytest
 import yaml
 
 from plugins.checkout import DATA, REFRAME, ROOT, clean_env
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 CHECKS = os.path.join(ROOT, 'reframe_checks')
 OTHER_SUITE = DATA / 'reframe' / 'other-suite' / 'config.py'

@@ -11,7 +11,9 @@ import time
 import pytest
 
 from plugins.checkout import JOB_STATE, REFRAME, ROOT, clean_env
+from plugins.workers import ETH_TEST_PORTS
 
+pytestmark = ETH_TEST_PORTS
 
 def reframe(site_config, tmp_path, *options, env=None, **extra):
     env = clean_env(env, drop=('ETH_TEST_', *JOB_STATE), **extra)

@@ -20,6 +20,9 @@ import pytest
 
 from plugins.checkout import REFRAME, ROOT, clean_env
 from plugins.setup import OTHER_SITES
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 SITES = str(OTHER_SITES)
 VENVS = [v for v in os.environ.get('COBALT_REFRAME_VENVS', '').split(os.pathsep) if v]

@@ -14,6 +14,9 @@ import subprocess
 import pytest
 
 from plugins.checkout import DATA, REFRAME, ROOT, clean_env
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 VENVS = [v for v in os.environ.get('COBALT_REFRAME_VENVS', '').split(os.pathsep) if v]
 OTHER = DATA / 'reframe' / 'other-suite'

@@ -17,15 +17,19 @@ import subprocess
 import pytest
 
 from plugins.checkout import REFRAME, REPO_ROOT, ROOT, clean_env
+from plugins.workers import ETH_TEST_PORTS
 
 VENVS = [v for v in os.environ.get('COBALT_REFRAME_VENVS', '').split(os.pathsep) if v]
 SITES = sorted(p.parent.name for p in (REPO_ROOT / 'site-configs').glob('*/config.py'))
 CHECKS = os.path.join(ROOT, 'reframe_checks')
 
-pytestmark = pytest.mark.skipif(
-    not VENVS, reason='COBALT_REFRAME_VENVS names no venv of another ReFrame: make one with '
-                      '`scripts/reframe-venv oldest DIR` (or VERSION DIR) and set '
-                      'COBALT_REFRAME_VENVS=DIR[:DIR...]')
+pytestmark = [
+    pytest.mark.skipif(
+        not VENVS, reason='COBALT_REFRAME_VENVS names no venv of another ReFrame: make one '
+                          'with `scripts/reframe-venv oldest DIR` (or VERSION DIR) and set '
+                          'COBALT_REFRAME_VENVS=DIR[:DIR...]'),
+    ETH_TEST_PORTS,
+]
 
 # `reframe -l` lists a check as "- Name %param=value /hash" (every release since 4.0).
 _LISTED = re.compile(r'^- (?P<name>.+?) /[0-9a-f]{8}$', re.M)

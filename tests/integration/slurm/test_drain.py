@@ -1,5 +1,5 @@
 '''Draining and resuming by Slurm's rules, and the health check as Slurm's
-HealthCheckProgram, on the local cluster (issue 38; docs/drain.md, docs/health.md):
+HealthCheckProgram, on the faults' local cluster (``fault_cluster``, issue 38; docs/drain.md, docs/health.md):
 
 1. `cobalt-bench nodes drain SWEEP --apply` drains the sweep's bad node that Slurm has
    idle, and leaves alone the bad nodes Slurm holds otherwise: one an operator drained with
@@ -53,22 +53,22 @@ def states(env):
 
 
 @pytest.fixture
-def four_nodes(slurm_cluster):
+def four_nodes(fault_cluster):
     '''The cluster with 4 x86 nodes, every node state and reservation this test makes
     undone after it, and the former size restored.'''
-    env = slurm_cluster.env
+    env = fault_cluster.env
     before = len(x86_nodes(env))
     if before != NODES:
-        r = slurm_cluster.cluster('restart', '--nodes', str(NODES))
+        r = fault_cluster.cluster('restart', '--nodes', str(NODES))
         assert r.returncode == 0, r.stdout + r.stderr
     try:
-        yield slurm_cluster
+        yield fault_cluster
     finally:
         run(env, 'scontrol', 'delete', 'ReservationName=cb_drain_test')
         for node in x86_nodes(env):
             run(env, 'scontrol', 'update', f'NodeName={node}', 'State=RESUME')
         if before != NODES:
-            r = slurm_cluster.cluster('restart', '--nodes', str(before))
+            r = fault_cluster.cluster('restart', '--nodes', str(before))
             assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -10,6 +10,9 @@ import pytest
 
 from plugins.checkout import DEBIAN_PATH, JOB_STATE, ROOT, clean_env, results_block
 from plugins.slurm import finished_job, sbatch
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 # A load this machine carries reliably, judged to 1% (as tests/kernels/eth_test/).
 RATE = 3.0
@@ -23,6 +26,7 @@ def job_env(base=None, **extra):
     return clean_env(base, drop=('ETH_TEST_', *JOB_STATE), **extra)
 
 
+@pytest.mark.measures
 def test_job_without_slurm(tmp_path):
     results = tmp_path / 'results'
     env = job_env(COBALT_BENCH_RESULTS=str(results), PATH=DEBIAN_PATH, **JOB_LOAD)

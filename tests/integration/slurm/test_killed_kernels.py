@@ -1,4 +1,4 @@
-'''One judge, real faults on the local Slurm cluster (issue 35): a kernel ended by a signal
+'''One judge, real faults on a local Slurm cluster (``fault_cluster``, issue 35): a kernel ended by a signal
 is a failure of its node, never a case that disappears, and nothing a sweep lost is a pass.
 
 - mem-test killed by a real SIGKILL and a real SIGSEGV inside jobs/mem-test.slurm, and by Slurm's
@@ -100,10 +100,10 @@ def compliance_site(tmp_path):
 # ---- a job script ---------------------------------------------------------------------
 
 @pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV])
-def test_a_killed_kernel_in_a_job_script_is_a_named_failure(sig, tmp_path, slurm_cluster,
+def test_a_killed_kernel_in_a_job_script_is_a_named_failure(sig, tmp_path, fault_cluster,
                                                             compliance_site):
     results = tmp_path / 'results'
-    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG, COBALT_BENCH_RESULTS=str(results),
+    env = job_env(fault_cluster.env, MEM_TEST_OPTS=LONG, COBALT_BENCH_RESULTS=str(results),
                   COBALT_BENCH_SITE=str(compliance_site))
     jobid = sbatch(MEM_TEST_JOB, tmp_path, env, '-p', 'x86')
     try:
@@ -129,18 +129,18 @@ def test_a_killed_kernel_in_a_job_script_is_a_named_failure(sig, tmp_path, slurm
 
 
 @pytest.fixture
-def memory_limited(slurm_cluster):
+def memory_limited(fault_cluster):
     '''The cluster restarted with Slurm's memory limit (`cluster restart --memory-limits`:
     CR_Core_Memory, OverMemoryKill), then restarted as it was.'''
     size = len(set(subprocess.run(['sinfo', '-h', '-p', 'x86', '-N', '-o', '%N'],
-                                  env=slurm_cluster.env, text=True, capture_output=True,
+                                  env=fault_cluster.env, text=True, capture_output=True,
                                   timeout=30).stdout.split()))
-    r = slurm_cluster.cluster('restart', '--nodes', str(size), '--memory-limits')
+    r = fault_cluster.cluster('restart', '--nodes', str(size), '--memory-limits')
     assert r.returncode == 0, r.stdout + r.stderr
     try:
-        yield slurm_cluster
+        yield fault_cluster
     finally:
-        r = slurm_cluster.cluster('restart', '--nodes', str(size))
+        r = fault_cluster.cluster('restart', '--nodes', str(size))
         assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -233,10 +233,10 @@ def run_sweep(tmp_path, cluster, site, opts, during=None, sbatch_options=()):
 
 
 @pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV])
-def test_a_killed_kernel_in_a_sweep_makes_its_node_the_bad_node(sig, tmp_path, slurm_cluster,
+def test_a_killed_kernel_in_a_sweep_makes_its_node_the_bad_node(sig, tmp_path, fault_cluster,
                                                                 compliance_site):
-    victim = two_nodes(slurm_cluster.env)[1]
-    jobid, out, log, env = run_sweep(tmp_path, slurm_cluster, compliance_site,
+    victim = two_nodes(fault_cluster.env)[1]
+    jobid, out, log, env = run_sweep(tmp_path, fault_cluster, compliance_site,
                                      LONG.replace('300', '20'),
                                      lambda j: kill_kernel(j, sig, node=victim))
     verdict = json.loads((out / 'report' / 'verdict.json').read_text())
@@ -266,9 +266,9 @@ def test_kernels_over_the_sweeps_memory_make_their_nodes_bad(tmp_path, memory_li
     assert sorted(named) == nodes, listed
 
 
-def test_nothing_lost_in_a_sweep_is_a_pass(tmp_path, slurm_cluster, compliance_site):
-    nodes = two_nodes(slurm_cluster.env)
-    jobid, clean, log, env = run_sweep(tmp_path, slurm_cluster, compliance_site, SHORT)
+def test_nothing_lost_in_a_sweep_is_a_pass(tmp_path, fault_cluster, compliance_site):
+    nodes = two_nodes(fault_cluster.env)
+    jobid, clean, log, env = run_sweep(tmp_path, fault_cluster, compliance_site, SHORT)
     # The untouched sweep passes the compliance definition: what follows is the faults'.
     rc, out, verdict, listed = report(clean, compliance_site, env)
     if verdict['state'] != 'COMPLIANT':
@@ -343,8 +343,8 @@ def test_nothing_lost_in_a_sweep_is_a_pass(tmp_path, slurm_cluster, compliance_s
 # ---- ReFrame ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize('sig', [signal.SIGKILL, signal.SIGSEGV])
-def test_a_killed_kernel_under_reframe_is_a_named_failure(sig, tmp_path, slurm_cluster):
-    env = reframe_env(tmp_path, slurm_cluster)
+def test_a_killed_kernel_under_reframe_is_a_named_failure(sig, tmp_path, fault_cluster):
+    env = reframe_env(tmp_path, fault_cluster)
     tc = run_reframe_memtest(tmp_path, env, during=lambda jobid: kill_kernel(jobid, sig))
     assert tc['result'] == 'fail' and tc['fail_phase'] == 'sanity', tc
     assert f'mem-test was killed by {sig.name}' in tc['fail_reason'], tc['fail_reason']

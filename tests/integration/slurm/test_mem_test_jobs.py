@@ -3,10 +3,11 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
-from plugins.checkout import JOB_STATE, clean_env
+from plugins.checkout import JOB_STATE, ROOT, clean_env
 from plugins.slurm import finished_job, sbatch
 
 
@@ -14,6 +15,7 @@ from plugins.slurm import finished_job, sbatch
 ACCOUNTED = ('Partition', 'State', 'ExitCode')
 
 LMOD_INIT = '/usr/share/lmod/lmod/init/bash'
+COBALT_BENCH = os.path.join(ROOT, 'bin', 'cobalt-bench')
 
 # A workload this small machine meets, and short: 1 station at 8 Gbit/s for 2 s.
 SMALL = '--stations 1 --desired-rate 8 --duration 2'
@@ -116,3 +118,29 @@ def test_run_without_slurm(job_script, tmp_path):
     assert record.name == result.name.replace('.json', '.judged.json')
     assert json.loads(record.read_text())['exit_status']['code'] == 0
     load_result(result)
+
+
+def test_job_script_results_land_in_the_store(job_script, tmp_path, slurm_cluster):
+    '''jobs/mem-test.slurm writes its document to $COBALT_BENCH_RESULTS/slurm/, where the
+    report reads it like a run.'''
+    env = job_env(slurm_cluster.env, COBALT_BENCH_RESULTS=str(tmp_path),
+                  MEM_TEST_OPTS='--stations 1 --desired-rate 8 --duration 1')
+    sub = subprocess.run(['sbatch', '--parsable', '-p', 'x86', '-o',
+                          str(tmp_path / 'mem-test-%j.out'), job_script],
+                         env=env, cwd=str(tmp_path), text=True, capture_output=True,
+                         timeout=60)
+    assert sub.returncode == 0, sub.stderr
+    jobid = sub.stdout.strip().split(';')[0]
+    doc = tmp_path / 'slurm' / f'mem-test-{jobid}.json'
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        state = slurm_cluster.run(['squeue', '-h', '-j', jobid, '-o', '%T']).stdout.strip()
+        if not state and doc.exists():
+            break
+        time.sleep(0.5)
+    assert doc.exists(), (tmp_path / f'mem-test-{jobid}.out').read_text()
+    rep = subprocess.run([COBALT_BENCH, 'report', str(tmp_path / 'slurm'), '--format', 'md'],
+                         text=True, capture_output=True, timeout=120)
+    assert rep.returncode in (0, 1), rep.stderr
+    md = (tmp_path / 'slurm' / 'report' / 'report.md').read_text()
+    assert f'| mem-test | job {jobid} |' in md

@@ -8,6 +8,7 @@ too; without OSU, or with a module that does not exist, they fail with exit code
 why.'''
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -58,12 +59,26 @@ def submitted(request, spack_site, slurm_cluster, tmp_path_factory):
     return release, spack_site.osu_binaries(release), cwd, env, jobs
 
 
+def osu_crashed(text):
+    '''Whether an OSU rank itself died of a segfault (srun's "task N: Segmentation fault"):
+    OSU 7.0.1 under Open MPI over TCP, seen in CI beside the other workers' tests
+    (osu_latency, rank 1, before its first size), not the job script's doing.'''
+    return re.search(r'srun: error: \S+: task \d+: Segmentation fault', text) is not None
+
+
 @pytest.mark.needs_setup('spack')
 @pytest.mark.parametrize('bench', list(SCRIPTS))
 def test_job_runs_osu(bench, submitted):
     release, binaries, cwd, env, jobs = submitted
     jobid = jobs[bench]
-    assert finished_job(jobid, env) == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
+    state = finished_job(jobid, env)
+    if state == ('FAILED', '15:0') and osu_crashed(log(cwd, bench, jobid)):
+        # Submitted once more, alone: the one crash is kept in the output, and a second
+        # one fails the test.
+        print(f'{bench} job {jobid}: OSU itself crashed, once more:', log(cwd, bench, jobid))
+        jobid = sbatch(os.path.join(JOBS, f'{bench}.slurm'), cwd, env)
+        state = finished_job(jobid, env)
+    assert state == ('COMPLETED', '0:0'), log(cwd, bench, jobid)
     title, tasks = SCRIPTS[bench]
     text = log(cwd, bench, jobid)
     assert f'modules: openmpi osu-micro-benchmarks/{release}' in text

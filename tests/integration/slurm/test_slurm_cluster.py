@@ -8,12 +8,15 @@ sacct, every 0.2 s, up to a bounded time (``SlurmCluster.sbatch()`` and
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+
+from plugins.slurm import jobs_cpu
 
 DAEMON_PIDFILES = ["slurmctld.pid", "slurmdbd.pid", "slurmd-n1.pid", "slurmd-n2.pid",
                    "mysql/mysqld.pid"]
@@ -72,6 +75,23 @@ def test_start_refuses_a_bad_node_count(repo_root, tmp_path, args, why):
     assert not (tmp_path / "none").exists()
 
 
+@pytest.mark.parametrize("setting, value, why", [
+    ("COBALT_SLURM_SLURMD_TIMEOUT", "9", "a number of seconds, at least 10, not '9'"),
+    ("COBALT_SLURM_SLURMD_TIMEOUT", "1m", "a number of seconds, at least 10, not '1m'"),
+    ("COBALT_SLURM_PORT_OFFSET", "-1", "a number, not '-1'"),
+])
+def test_start_refuses_a_bad_setting(repo_root, tmp_path, setting, value, why):
+    """A bad setting in the environment is a usage error too, before anything starts."""
+    script = repo_root / "site-configs" / "local-slurm" / "cluster"
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "COBALT_SLURM_DIR": str(tmp_path / "none"),
+           setting: value}
+    res = subprocess.run([script, "start"], capture_output=True, text=True, env=env,
+                         timeout=60)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"cluster: {setting} must be {why}" in res.stderr
+    assert not (tmp_path / "none").exists()
+
+
 def test_status_of_a_cluster_that_never_ran(repo_root, tmp_path):
     """An empty state directory is a stopped cluster: exit 3."""
     script = repo_root / "site-configs" / "local-slurm" / "cluster"
@@ -122,6 +142,39 @@ def test_failing_job_is_reported_failed(slurm_cluster, tmp_path):
     rec = slurm_cluster.wait_for_job(job)
     assert rec["State"] == "FAILED", rec
     assert rec["ExitCode"] == "3:0"
+
+
+def test_a_jobs_cpu_time_is_read_from_accounting(slurm_cluster, tmp_path):
+    """What the test suite's timing charges to a test (plugins.slurm.jobs_cpu): a job that
+    computes, in its batch step and in an srun step, counted as the CPU time the job's
+    shells say their children used (bash's `times`), and a job that sleeps as next to
+    none."""
+    since = time.time() - 1
+    spin = "timeout {} sh -c 'while :; do :; done'"
+    submitting = time.time()
+    busy = slurm_cluster.sbatch(
+        tmp_path, "-n", "1", "-t", "1", "--wrap",
+        f"srun -n 1 bash -c {shlex.quote(spin.format(2) + '; times')}; {spin.format(1)}; times")
+    idle = slurm_cluster.sbatch(tmp_path, "-n", "1", "-t", "1", "--wrap", "sleep 2")
+    for job in (busy, idle):
+        assert slurm_cluster.wait_for_job(job)["State"] == "COMPLETED"
+    # the shells' own and their children's user and system times, both steps'
+    said = sum(60 * int(m) + float(s) for m, s in
+               re.findall(r"(\d+)m([\d.]+)s", slurm_cluster.job_output(tmp_path, busy)))
+    assert said >= 0.5, slurm_cluster.job_output(tmp_path, busy)
+    cpu = {}
+    deadline = time.monotonic() + 30          # the steps' records may follow the job's
+    while time.monotonic() < deadline and abs(cpu.get(str(busy), 0) - said) > 0.2 + said / 10:
+        cpu = {job: s for job, _, s in jobs_cpu(slurm_cluster, since)}
+        time.sleep(0.5)
+    assert {str(busy), str(idle)} <= set(cpu), cpu
+    assert abs(cpu[str(busy)] - said) <= 0.2 + said / 10, (cpu, said)
+    assert cpu[str(idle)] < 0.2, cpu
+    # Submit times in whole seconds, at or after the second sbatch was called in (the
+    # timing plugin takes a test's start in whole seconds so: plugins/timing.py)
+    submitted = {job: t for job, t, _ in jobs_cpu(slurm_cluster, since)}[str(busy)]
+    assert submitted == int(submitted) and int(submitting) <= submitted <= time.time(), \
+        (submitting, submitted)
 
 
 def test_default_partition_is_x86(slurm_cluster, tmp_path):

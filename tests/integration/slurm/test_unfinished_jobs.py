@@ -1,5 +1,5 @@
 '''A run that did not finish is never a pass (issue 27), with real Slurm: a job that reaches
-its time limit or is cancelled keeps the kernel's partial document, marked
+its time limit or is cancelled (on the faults' local cluster, ``fault_cluster``) keeps the kernel's partial document, marked
 `"interrupted": true`, and neither the report of the job documents nor ReFrame passes it.
 
 The job scripts ask Slurm for SIGTERM to their steps 30 s before the time limit
@@ -62,8 +62,8 @@ def started(tmp_path, jobid):
     return log.is_file() and 'Running paced' in log.read_text()
 
 
-def test_time_limit_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
-    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG,
+def test_time_limit_keeps_the_partial_document(job_script, tmp_path, fault_cluster):
+    env = job_env(fault_cluster.env, MEM_TEST_OPTS=LONG,
                   COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     t0 = time.monotonic()
     jobid = sbatch(job_script, tmp_path, env, '-p', 'x86', '--time=2')
@@ -75,10 +75,10 @@ def test_time_limit_keeps_the_partial_document(job_script, tmp_path, slurm_clust
     assert_kept_and_refused(jobid, tmp_path, env)
 
 
-def long_job(job_script, tmp_path, slurm_cluster, then):
+def long_job(job_script, tmp_path, fault_cluster, then):
     '''The job script's mem-test with a 300 s load: once it runs, then(jobid, env); the job
     cancelled afterwards whatever happened. (env, jobid, sacct state).'''
-    env = job_env(slurm_cluster.env, MEM_TEST_OPTS=LONG,
+    env = job_env(fault_cluster.env, MEM_TEST_OPTS=LONG,
                   COBALT_BENCH_RESULTS=str(tmp_path / 'results'))
     jobid = sbatch(job_script, tmp_path, env, '-p', 'x86')
     try:
@@ -90,20 +90,20 @@ def long_job(job_script, tmp_path, slurm_cluster, then):
     return env, jobid, state
 
 
-def test_scancel_keeps_the_partial_document(job_script, tmp_path, slurm_cluster):
+def test_scancel_keeps_the_partial_document(job_script, tmp_path, fault_cluster):
     def cancel(jobid, env):
         time.sleep(2)
         subprocess.run(['scancel', jobid], env=env, timeout=30, check=True)
 
-    env, jobid, state = long_job(job_script, tmp_path, slurm_cluster, cancel)
+    env, jobid, state = long_job(job_script, tmp_path, fault_cluster, cancel)
     assert state == 'CANCELLED'
     assert_kept_and_refused(jobid, tmp_path, env)
 
 
 
-def test_reframe_does_not_pass_a_cancelled_check(tmp_path, slurm_cluster):
+def test_reframe_does_not_pass_a_cancelled_check(tmp_path, fault_cluster):
     # The site's own rate (8 Gbit/s), met up to the signal: only the interruption fails it.
-    env = reframe_env(tmp_path, slurm_cluster)
+    env = reframe_env(tmp_path, fault_cluster)
 
     def cancel(jobid):
         time.sleep(10)      # mem-test under way (it allocates its buffers first)
@@ -151,12 +151,12 @@ def report_of(results, env):
     return rep.returncode, rep.stdout + rep.stderr
 
 
-def test_node_failure_of_a_job_script_is_named(job_script, tmp_path, slurm_cluster):
+def test_node_failure_of_a_job_script_is_named(job_script, tmp_path, fault_cluster):
     def fail_its_node(jobid, env):
         with failed_node(jobid, env):
             finished_job(jobid, env, timeout=120)
 
-    env, jobid, state = long_job(job_script, tmp_path, slurm_cluster, fail_its_node)
+    env, jobid, state = long_job(job_script, tmp_path, fault_cluster, fail_its_node)
     assert state == 'NODE_FAIL', state     # not requeued: the failure stays visible
     rc, out = report_of(tmp_path / 'results' / 'slurm', env)
     assert rc != 0, out
@@ -181,10 +181,10 @@ def kill_every_process_of(jobid):
     assert killed, f'no process of job {jobid} found'
 
 
-def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, slurm_cluster):
+def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, fault_cluster):
     # Nothing of the job can write anything, as when its node dies: its start mark stays,
     # and the report names the job that left no document.
-    env, jobid, _ = long_job(job_script, tmp_path, slurm_cluster,
+    env, jobid, _ = long_job(job_script, tmp_path, fault_cluster,
                              lambda jobid, env: kill_every_process_of(jobid))
     slurm_dir = tmp_path / 'results' / 'slurm'
     assert not (slurm_dir / f'mem-test-{jobid}.json').exists()
@@ -197,8 +197,8 @@ def test_a_job_killed_before_its_document_is_named(job_script, tmp_path, slurm_c
 
 
 
-def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):
-    env = reframe_env(tmp_path, slurm_cluster)
+def test_reframe_time_limit_keeps_the_partial_document(tmp_path, fault_cluster):
+    env = reframe_env(tmp_path, fault_cluster)
     t0 = time.monotonic()
     tc = run_reframe_memtest(tmp_path, env, '-S', 'time_limit=2m')
     assert time.monotonic() - t0 < 250
@@ -208,8 +208,8 @@ def test_reframe_time_limit_keeps_the_partial_document(tmp_path, slurm_cluster):
     assert doc['interrupted'] is True and doc['duration_s'] < 200, doc
 
 
-def test_reframe_names_a_node_failure(tmp_path, slurm_cluster):
-    env = reframe_env(tmp_path, slurm_cluster)
+def test_reframe_names_a_node_failure(tmp_path, fault_cluster):
+    env = reframe_env(tmp_path, fault_cluster)
 
     def fail_its_node(jobid):
         time.sleep(10)          # mem-test under way

@@ -26,7 +26,9 @@ import yaml
 from plugins.checkout import DEBIAN_PATH, REPO_ROOT
 from plugins.slurm import finished_job, sbatch
 from plugins.spack import bare_env, osu_releases
+from plugins.workers import ETH_TEST_PORTS
 
+pytestmark = ETH_TEST_PORTS
 
 needs_spack = pytest.mark.needs_setup("spack")
 

@@ -66,8 +66,10 @@ def test_slow_link_raises_the_floor(tmp_path):
     # CB_LINKTEST_DELAY: the lower rank of pair 1 <-> 2 sleeps at least DELAY before each
     # message it sends, warm-up included (ping-pong: it sends every warm-up and timed
     # message of the pair). The step in which they meet lasts at least that long, so the
-    # floor holds all of it and the timed floor the timed messages' part.
-    delay_us, warmup, timed = 3000, 3, 10
+    # floor holds all of it and the timed floor the timed messages' part. 20 ms: beside
+    # other work on 2 CPUs, 4 oversubscribed ranks' fast pair takes several ms per message
+    # too (a scheduler slice each), which rank 0 then does not spend waiting.
+    delay_us, warmup, timed = 20000, 3, 10
     doc, _ = main_test(tmp_path, 4, '-w', str(warmup), '-n', str(timed), '-s', '8',
                        env={'CB_LINKTEST_DELAY': f'1-2:{delay_us}'})
     m = doc['main_test']

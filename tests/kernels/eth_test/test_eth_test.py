@@ -23,6 +23,9 @@ import pytest
 from cobalt_bench import netns
 from cobalt_bench.preflight import NET_SYSCTLS
 from plugins.checkout import ROOT, repo_version, results_block
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 SEND = os.path.join(ROOT, 'bin', 'eth-test-send')
 RECV = os.path.join(ROOT, 'bin', 'eth-test-receive')

@@ -14,6 +14,9 @@ import pytest
 
 from plugins.checkout import BIN, results_block
 from plugins.kernels import check_interrupted as check_kernel_interrupted
+from plugins.workers import ETH_TEST_PORTS
+
+pytestmark = ETH_TEST_PORTS
 
 SEND = str(BIN / 'eth-test-send')
 RECV = str(BIN / 'eth-test-receive')

@@ -10,8 +10,10 @@ from plugins.checkout import ROOT, repo_version, results_block
 
 MEM_TEST = os.path.join(ROOT, 'bin', 'mem-test')
 
-# A workload this 2-core machine sustains easily: 1 station at 8 Gbit/s.
-SMALL = ['--stations', '1', '--desired-rate', '8', '--duration', '1', '--quiet']
+# A workload this 2-core machine sustains easily, beside the other test workers' tests
+# (make test runs four): 1 station at 2 Gbit/s. (At 8 Gbit/s CI saw sse2's run keep
+# 95.9 % of its pace while they ran.)
+SMALL = ['--stations', '1', '--desired-rate', '2', '--duration', '1', '--quiet']
 
 
 def run(*args, env=None, timeout=120):
@@ -41,7 +43,7 @@ def test_paced_run_results_and_json(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     block = results_block(r.stdout)
     assert block['Test version'] == '1.0'
-    assert block['Desired speed'] == '8.00 Gbit/s'
+    assert block['Desired speed'] == '2.00 Gbit/s'
     measured = float(block['Measured speed'].split()[0])
     late = float(block['Average late'].rstrip('%'))
     doc = json.loads(out.read_text())
@@ -51,7 +53,7 @@ def test_paced_run_results_and_json(tmp_path):
     m = doc['metrics']
     assert doc['test'] == 'mem-test'
     assert doc['interrupted'] is False  # a whole run (signals: test_faults.py)
-    assert m['desired_speed'] == {'value': pytest.approx(8), 'unit': 'Gbit/s'}
+    assert m['desired_speed'] == {'value': pytest.approx(2), 'unit': 'Gbit/s'}
     assert m['measured_speed']['unit'] == 'Gbit/s'
     assert abs(m['measured_speed']['value'] - measured) < 0.01
     assert abs(m['measured_speed_bytes']['value'] - measured * 1e9 / 8) < 1e7

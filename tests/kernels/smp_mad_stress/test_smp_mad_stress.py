@@ -205,6 +205,9 @@ def test_set_directed_route_and_errors(smp_mad_stress, tmp_path):
     assert metric(load(out), 'status_errors') > 0
 
 
+# Timed: two MADs on the wire hide a 450 us round trip only when the machine answers in
+# time (CI, beside the other workers' tests: depth 2 at 86 % of depth 6, not 92 %).
+@pytest.mark.measures
 def test_throughput_rises_with_depth_until_the_destination_binds(smp_mad_stress, tmp_path):
     # The document's switch, ten times slower: one MAD at a time is one round trip
     # (rtt + service), a second on the wire hides the round trip, more do not help.

@@ -95,12 +95,13 @@ def load(path):
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
     '''A real run: ranks 0 and 3 on node-a, 1 and 2 on node-b (so grouping by host
-    reorders them), the link 1 <-> 2 made slow (2 ms on every message rank 1 sends it),
-    and its report with the default outputs.'''
+    reorders them), the link 1 <-> 2 made slow (50 ms on every message rank 1 sends it: CI
+    saw every pair's time per message up to 3 ms with four ranks on two busy CPUs, and a
+    2 ms delay was not the slowest), and its report with the default outputs.'''
     d = tmp_path_factory.mktemp('ltpdf')
     npz = d / 'lt.npz'
     linktest(npz, d / 'lt.json', [('node-a', 1), ('node-b', 2), ('node-a', 1)],
-             env={'CB_LINKTEST_DELAY': '1-2:2000'})
+             env={'CB_LINKTEST_DELAY': '1-2:50000'})
     rep = report(npz)
     return d, npz, rep
 

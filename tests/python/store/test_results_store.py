@@ -1,7 +1,8 @@
 '''The results store: every run of the suite in its own results/<site>/<run-id>/ with the
 ReFrame report, perflogs, the kernels' JSON documents and job outputs; run ids that never
 collide; nothing overwritten; an interrupted run marked partial with the earlier runs
-intact; ReFrame's results database (reframe --performance-compare); job scripts' documents.'''
+intact; ReFrame's results database (reframe --performance-compare). A job script's documents in the
+store: tests/integration/slurm/test_mem_test_jobs.py.'''
 
 import hashlib
 import json
@@ -247,30 +248,3 @@ def test_reframe_results_database(store):
                          timeout=120)
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
     assert 'MemTest' in cmp.stdout and 'measured_speed' in cmp.stdout
-
-
-def test_job_script_results_land_in_the_store(tmp_path, slurm_cluster):
-    '''jobs/mem-test.slurm writes its document to $COBALT_BENCH_RESULTS/slurm/, where the
-    report reads it like a run.'''
-    env = env_for(tmp_path, slurm_cluster.env,
-                  MEM_TEST_OPTS='--stations 1 --desired-rate 8 --duration 1')
-    sub = subprocess.run(['sbatch', '--parsable', '-p', 'x86', '-o',
-                          str(tmp_path / 'mem-test-%j.out'),
-                          os.path.join(ROOT, 'jobs', 'mem-test.slurm')],
-                         env=env, cwd=str(tmp_path), text=True, capture_output=True,
-                         timeout=60)
-    assert sub.returncode == 0, sub.stderr
-    jobid = sub.stdout.strip().split(';')[0]
-    doc = tmp_path / 'slurm' / f'mem-test-{jobid}.json'
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        state = slurm_cluster.run(['squeue', '-h', '-j', jobid, '-o', '%T']).stdout.strip()
-        if not state and doc.exists():
-            break
-        time.sleep(0.5)
-    assert doc.exists(), (tmp_path / f'mem-test-{jobid}.out').read_text()
-    rep = subprocess.run([COBALT_BENCH, 'report', str(tmp_path / 'slurm'), '--format', 'md'],
-                         text=True, capture_output=True, timeout=120)
-    assert rep.returncode in (0, 1), rep.stderr
-    md = (tmp_path / 'slurm' / 'report' / 'report.md').read_text()
-    assert f'| mem-test | job {jobid} |' in md
