@@ -12,12 +12,17 @@ the tests that use these fixtures are marked ``needs_setup("spack")`` (plugins/s
 and skip, naming `scripts/spack-offline env`, where it was not run.
 
 - ``spack_offline``: the environment that runs that Spack (SPACK_ROOT, ...).
-- ``spack_site``: the installed `local` environment, a ``SpackSite``.
+- ``spack_site``: the installed `local` environment, a ``SpackSite``: installed once per
+  session, by the first worker that asks (pytest-xdist), the others finding it installed.
 - ``osu_releases()``: the OSU releases the `local` site lists.
+- ``login_shell()``, ``cobalt_bench_prefixes()``: a user's fresh login, the install's
+  prefixes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -96,15 +101,16 @@ class SpackSite:
                               timeout=timeout, env=env if env is not None else bare_env())
 
 
-def _sync_checkout(dest: Path) -> None:
+def _sync_checkout(dest: Path) -> int:
     """Make `dest` hold the checkout's sources as they are now (tracked and untracked, not
     ignored files), copying only files that changed: Spack rebuilds a develop package
-    when a file in it is newer than the install."""
+    when a file in it is newer than the install. The number of files copied or removed."""
     listing = subprocess.run(["git", "-C", str(REPO_ROOT), "ls-files", "-z", "--cached",
                               "--others", "--exclude-standard"], capture_output=True,
                              check=True)
     wanted = {f for f in listing.stdout.decode().split("\0")
               if f and (REPO_ROOT / f).is_file()}
+    changed = 0
     for name in wanted:
         src, dst = REPO_ROOT / name, dest / name
         if src.is_symlink():
@@ -117,10 +123,19 @@ def _sync_checkout(dest: Path) -> None:
         if dst.is_symlink() or dst.exists():
             dst.unlink()
         shutil.copy2(src, dst, follow_symlinks=False)
+        changed += 1
+    extra = []
     for path in sorted(dest.rglob("*"), reverse=True):
         rel = path.relative_to(dest).as_posix()
         if path.is_file() and rel not in wanted and not rel.startswith(("build/", "bin/")):
             path.unlink()
+            extra.append(rel)
+    # What the checkout ignores is what the install's build wrote (the egg-info,
+    # described.json): no source of the checkout changed.
+    ignored = subprocess.run(["git", "-C", str(REPO_ROOT), "check-ignore", "--no-index",
+                              "--stdin"], input="\n".join(extra), text=True,
+                             capture_output=True).stdout.split("\n")
+    return changed + len(set(extra) - set(ignored))
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +173,7 @@ def spack_site(spack_offline):
         src, env_dir = cache / "cobalt-bench-src", cache / "env-local"
         src.mkdir(exist_ok=True)
         env_dir.mkdir(exist_ok=True)
-        _sync_checkout(src)
+        changed = _sync_checkout(src)
         site = yaml.safe_load(LOCAL_SPACK_YAML.read_text())
         spec = site["spack"]
         # The mirror's own checksums first (scripts/spack-offline), then ours.
@@ -176,11 +191,47 @@ def spack_site(spack_offline):
         if not (env_dir / "spack.yaml").is_file() or (env_dir / "spack.yaml").read_text() != text:
             (env_dir / "spack.yaml").write_text(text)
         site_env = SpackSite(env, env_dir, src, cache / "lmod" / "Core", "", "")
+        # Another worker of this session installed it (plugins/workers.py): the same
+        # spack.yaml, no source changed since. Installed again, its modules' tree would be
+        # deleted and written anew under the other worker's tests.
+        stamp = cache / ".installed-by"
+        this = {"session": os.environ.get("PYTEST_XDIST_TESTRUNUID"),
+                "spack.yaml": hashlib.sha256(text.encode()).hexdigest()}
+        if this["session"] and not changed and stamp.is_file():
+            done = json.loads(stamp.read_text())
+            if {k: done.get(k) for k in this} == this:
+                site_env.specs, site_env.log = done["specs"], done["log"]
+                return site_env
+        stamp.unlink(missing_ok=True)
         install = site_env.spack("install", "--fail-fast", timeout=_SPACK_TIMEOUT)
         refresh = site_env.spack("module", "lmod", "refresh", "-y", "--delete-tree",
                                  timeout=600)
         site_env.specs = site_env.spack("spec", "-I", timeout=600).stdout
         site_env.log = install.stdout + install.stderr + refresh.stdout + refresh.stderr
+        stamp.with_suffix(".tmp").write_text(
+            json.dumps({**this, "specs": site_env.specs, "log": site_env.log}))
+        stamp.with_suffix(".tmp").replace(stamp)
         return site_env
     finally:
         lock.close()
+
+
+def login_shell(script: str, cwd: Path, timeout: float = 120, **env):
+    """Run `script` in a new login shell (bash -l: /etc/profile and Lmod's initialisation)
+    started in `cwd` from a clean environment, as a user who has just logged in, with `env`
+    (MODULEPATH, SLURM_CONF), and a home and TMPDIR of its own beside `cwd` (ReFrame's
+    generic configuration logs to a temporary file)."""
+    home, tmp = cwd.parent / "home", cwd.parent / "tmp"
+    home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    base = {k: os.environ[k] for k in ("USER", "LOGNAME", "LANG") if k in os.environ}
+    return subprocess.run(["bash", "-l", "-c", script], cwd=cwd, text=True,
+                          capture_output=True, timeout=timeout,
+                          env={**base, "HOME": str(home), "TMPDIR": str(tmp),
+                               "PATH": DEBIAN_PATH, **env})
+
+
+def cobalt_bench_prefixes(spack_site) -> dict:
+    """{name: prefix} of the installed cobalt-bench and of its direct dependencies."""
+    out = spack_site.spack("find", "-d", "--format", "{name} {prefix}", "cobalt-bench").stdout
+    return dict(re.findall(r"^(?:    )?(\S+) (/\S*)$", out, re.M))

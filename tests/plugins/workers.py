@@ -6,15 +6,18 @@ kernels' fixed durations), not computing.
   the local Slurm cluster (any of their tests asks for ``slurm_cluster``, directly or
   through another fixture), those that use the fleet's 8-node cluster beside it
   (``fleet_cluster``), those that use the faults' 2-node cluster (``fault_cluster``:
-  killed, timed-out and failed jobs, draining), and of the others those of the kernels
-  (tests/kernels/) and the rest (as one stream they took 17 min on this project's
-  2-core machine, about as long as the local cluster's: 2026-12-07). A file stays whole
-  on one worker, so its module fixtures run once; a cluster's tests stay one at a time,
-  as they share its nodes, its size and its state directory.
+  killed, timed-out and failed jobs, draining), and of the others those of Spack and of
+  the kernels (tests/integration/spack/, tests/kernels/) and the rest (as one stream they
+  took 17 min on this project's 2-core machine, about as long as the local cluster's:
+  2026-12-07). A file stays whole on one worker, so its module fixtures run once; a
+  cluster's tests stay one at a time, as they share its nodes, its size and its state
+  directory. The Spack install is made at the start of its stream, and a cluster's files
+  that use it go last in theirs (``LAST_IN_STREAM``), so that none waits for it.
 - What two files on different workers would both use is held by one of them at a time:
   a module marked ``pytestmark = pytest.mark.holds(resource)`` holds that resource (a
-  lock file) from its first test's set-up to its last test's teardown; a file that needs
-  it on the other worker waits (eth-test's ports: ``ETH_TEST_PORTS``).
+  lock file) from its first test's set-up to its last test's teardown, a test marked so
+  for itself; a file that needs it on the other worker waits (eth-test's ports:
+  ``ETH_TEST_PORTS``).
 
 - A cluster is started by one worker at a time (``held("local Slurm cluster start")``): two
   clusters' scripts must not both find munged absent and start it.
@@ -43,7 +46,13 @@ CLUSTER_STREAMS = (("slurm_cluster", "local-slurm-cluster"), ("fleet_cluster", "
                    ("fault_cluster", "fault-cluster"))
 OTHER_STREAM = "without-cluster"
 # (directory, stream) of a file that uses no cluster, the first whose directory holds it.
-OTHER_STREAMS = (("tests/kernels/", "kernels"),)
+# The Spack files without a cluster go with the kernels', first (their directory sorts
+# before tests/kernels/): the `local` environment's install, 300 s on a fresh cache, is
+# done there while the clusters' streams run their other files.
+OTHER_STREAMS = (("tests/integration/spack/", "kernels-spack"), ("tests/kernels/", "kernels-spack"))
+# A cluster's file that uses the Spack install goes last in its stream, by when the
+# install is done (plugins/spack.py: one install per session, whichever worker asks first).
+LAST_IN_STREAM = "spack_site"
 # eth-test's receiver binds fixed UDP ports (47000-47011 by default) on this machine's
 # loopback, and eth-test-send sends to them: every test module that can start either
 # outside a network namespace of its own is marked `pytestmark = ETH_TEST_PORTS`.
@@ -80,31 +89,58 @@ def pytest_collection_modifyitems(config, items):
     by_file = defaultdict(list)
     for item in items:
         by_file[item.path].append(item)
-    for file_items in by_file.values():
+    last = set()
+    for path, file_items in by_file.items():
         stream = next((name for fixture, name in CLUSTER_STREAMS
                        if any(fixture in item.fixturenames for item in file_items)), None)
         if stream is None:
-            where = os.path.relpath(file_items[0].path, config.rootpath) + "/"
+            where = os.path.relpath(path, config.rootpath) + "/"
             stream = next((name for directory, name in OTHER_STREAMS
                            if where.startswith(directory)), OTHER_STREAM)
+        elif any(LAST_IN_STREAM in item.fixturenames for item in file_items):
+            last.add(path)
         mark = pytest.mark.xdist_group(stream)
         for item in file_items:
             item.add_marker(mark)
+    items.sort(key=lambda item: item.path in last)     # stable: otherwise as collected
 
 
 def _lock_path(resource: str) -> str:
     return os.path.join(LOCK_DIR, re.sub(r"[^A-Za-z0-9.-]+", "-", resource) + ".lock")
 
 
+# resource -> how many blocks of this process hold it: a lock file opened again and locked
+# by the process that holds it would wait for itself.
+_HOLDING: dict[str, int] = defaultdict(int)
+
+
+@contextlib.contextmanager
+def _one_held(name: str):
+    if _HOLDING[name]:
+        _HOLDING[name] += 1
+        try:
+            yield
+        finally:
+            _HOLDING[name] -= 1
+        return
+    os.makedirs(LOCK_DIR, exist_ok=True)
+    with open(_lock_path(name), "a") as fp:
+        fcntl.flock(fp, fcntl.LOCK_EX)
+        _HOLDING[name] += 1
+        try:
+            yield
+        finally:
+            _HOLDING[name] -= 1
+
+
 @contextlib.contextmanager
 def held(*resources: str):
     """The machine's `resources` (named in words), each held by this process alone (a lock
-    file each, taken in name order: no two holders wait on each other) for the block."""
+    file each, taken in name order: no two holders wait on each other) for the block; one
+    this process holds already is held on."""
     with contextlib.ExitStack() as stack:
         for name in sorted(set(resources)):
-            os.makedirs(LOCK_DIR, exist_ok=True)
-            fp = stack.enter_context(open(_lock_path(name), "a"))
-            fcntl.flock(fp, fcntl.LOCK_EX)
+            stack.enter_context(_one_held(name))
         yield
 
 
@@ -131,15 +167,29 @@ def wait_for_free_udp_ports(ports, timeout=PORTS_WAIT_S):
                     f"by:\n{holders}")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _held_resources(request):
-    """The module's `holds` resources, held before its first fixture and released after
-    its last teardown."""
-    resources = [mark.args[0] for mark in request.node.iter_markers("holds")]
+@contextlib.contextmanager
+def _holding(marks):
+    resources = [mark.args[0] for mark in marks if mark.name == "holds"]
     with held(*resources):
         for resource in resources:
             if resource in FREE_UDP_PORTS:
                 wait_for_free_udp_ports(FREE_UDP_PORTS[resource])
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _held_by_module(request):
+    """The module's `holds` resources (its pytestmark), held before its first fixture and
+    released after its last teardown."""
+    with _holding(request.node.iter_markers("holds")):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _held_by_test(request):
+    """A test's own `holds` resources (a mark on the test alone: a module whose other tests
+    do not need them, and would keep them from other workers' files all along)."""
+    with _holding(request.node.own_markers):
         yield
 
 

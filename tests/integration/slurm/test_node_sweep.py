@@ -74,27 +74,34 @@ def new_site(tmp_path):
     return where
 
 
-class slowed:
-    '''The node's slurmd in a cgroup with a CPU quota (2 % of one CPU): the job steps it
-    starts inherit it, so whatever runs on that node runs slowly. cgroup v1 (the cpu
+class node_cgroup:
+    '''The node's slurmd in a cgroup of its own, with a CPU quota (`percent` of one CPU)
+    or none: the job steps it starts inherit it (proctrack/linuxproc), so that whatever
+    runs on that node runs slowly, or can be found there (`pids`). cgroup v1 (the cpu
     controller) or v2 (cpu.max).'''
 
-    def __init__(self, cluster, node, percent=2):
+    def __init__(self, cluster, node, percent=None):
         self.pid = int((cluster.state_dir / 'run' / f'slurmd-{node}.pid').read_text())
-        self.quota = 1000 * percent
+        quota = None if percent is None else 1000 * percent
         v1, v2 = '/sys/fs/cgroup/cpu', '/sys/fs/cgroup'
         if os.path.isfile(f'{v1}/cpu.cfs_quota_us'):
             self.root, self.files = v1, {'cpu.cfs_period_us': '100000',
-                                         'cpu.cfs_quota_us': str(self.quota)}
+                                         'cpu.cfs_quota_us': str(quota)}
             self.unlimited = {'cpu.cfs_quota_us': '-1'}
         elif 'cpu' in open(f'{v2}/cgroup.controllers').read().split() if os.path.isfile(
                 f'{v2}/cgroup.controllers') else False:
-            self.root, self.files = v2, {'cpu.max': f'{self.quota} 100000'}
+            self.root, self.files = v2, {'cpu.max': f'{quota} 100000'}
             self.unlimited = {'cpu.max': 'max 100000'}
         else:
             pytest.skip('no cgroup CPU controller to slow a node with (cgroup v1 cpu or v2 '
                         'cpu.max)')
-        self.group = os.path.join(self.root, f'cobalt-bench-slow-{node}')
+        if quota is None:
+            self.files = self.unlimited = {}
+        self.group = os.path.join(self.root, f'cobalt-bench-{node}')
+
+    def pids(self):
+        with open(os.path.join(self.group, 'cgroup.procs')) as fp:
+            return fp.read().split()
 
     def __enter__(self):
         os.makedirs(self.group, exist_ok=True)
@@ -119,6 +126,11 @@ class slowed:
                 return
             except OSError:         # its last job's processes are still leaving
                 time.sleep(0.2)
+
+
+def slowed(cluster, node, percent=2):
+    '''The node's slurmd, and whatever it starts, at 2 % of one CPU.'''
+    return node_cgroup(cluster, node, percent)
 
 
 def sweep(tmp_path, fleet, site, seconds, during=None, tests=None, timeout=300, **extra):
@@ -575,60 +587,65 @@ BUSY = 'n4'
 
 class busy_beside:
     '''A busy process beside every cpu-test that `node` runs, on the same cores: while one
-    of the node's cpu-test processes lives (found in /proc by its name and its
-    SLURMD_NODENAME), two spinning processes per CPU of this machine run with it, as
-    runaway processes or a co-scheduled job on a real node would: the node gets a third of
-    its cores. (With one per CPU, a half, CI saw the node at -37 %, 3.9 robust sigmas,
-    not named: the other workers' tests had slowed some of its peers' runs too.) The other nodes' runs
-    (their own turns on this one machine: lib/shared-host.sh) have the cores to
-    themselves.'''
+    of the node's cpu-test processes lives (found by its name among the processes of the
+    node's cgroup, `node_cgroup`), two spinning processes per CPU of this machine run with
+    it, as runaway processes or a co-scheduled job on a real node would: the node gets a
+    third of its cores. (With one per CPU, a half, CI saw the node at -37 %, 3.9 robust
+    sigmas, not named: the other workers' tests had slowed some of its peers' runs too.)
+    The spinners are started before, stopped (SIGSTOP), and let go within 10 ms of the
+    run's start: started then, Python's start-up under load left a 1 s run mostly alone
+    (CI saw the node at -17 %, no more than a clean peer). The other nodes' runs (their
+    own turns on this one machine: lib/shared-host.sh) have the cores to themselves.'''
 
     def __init__(self, cluster, node):
-        self.mark = f'SLURMD_NODENAME={node}'.encode()
-        # of this cluster: the other local cluster has a node of that name, too
-        self.ours = f'SLURM_CONF={cluster.slurm_conf}'.encode()
+        self.cgroup = node_cgroup(cluster, node)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._watch, daemon=True)
         self.shared = 0                  # cpu-test runs of the node that had company
+        self.spinners = []
 
     def _runs(self):
         found = []
-        for pid in filter(str.isdigit, os.listdir('/proc')):
+        for pid in self.cgroup.pids():
             try:
-                if Path(f'/proc/{pid}/comm').read_text().strip() != 'cpu-test':
-                    continue
-                environ = Path(f'/proc/{pid}/environ').read_bytes().split(b'\0')
-                if self.mark in environ and self.ours in environ:
+                if Path(f'/proc/{pid}/comm').read_text().strip() == 'cpu-test':
                     found.append(pid)
             except OSError:
                 continue
         return found
 
+    def _signal_spinners(self, sig):
+        for p in self.spinners:
+            p.send_signal(sig)
+
     def _watch(self):
-        spinners = []
+        spinning = False
         while not self.stop.is_set():
             runs = self._runs()
-            if runs and not spinners:
+            if runs and not spinning:
                 self.shared += 1
-                spinners = [subprocess.Popen([sys.executable, '-c', 'while True: pass'])
-                            for _ in range(2 * len(os.sched_getaffinity(0)))]
-            elif not runs and spinners:
-                for p in spinners:
-                    p.kill()
-                    p.wait()
-                spinners = []
+                self._signal_spinners(signal.SIGCONT)
+            elif not runs and spinning:
+                self._signal_spinners(signal.SIGSTOP)
+            spinning = bool(runs)
             time.sleep(0.01)
-        for p in spinners:
-            p.kill()
-            p.wait()
 
     def __enter__(self):
+        self.cgroup.__enter__()
+        for _ in range(2 * len(os.sched_getaffinity(0))):
+            p = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
+            p.send_signal(signal.SIGSTOP)
+            self.spinners.append(p)
         self.thread.start()
         return self
 
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join(timeout=30)
+        for p in self.spinners:
+            p.kill()
+            p.wait()
+        self.cgroup.__exit__(*exc)
 
 
 def test_a_node_whose_cores_are_shared_with_a_busy_process_is_named_by_cpu_test(

@@ -23,12 +23,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from plugins.checkout import DEBIAN_PATH, REPO_ROOT
-from plugins.slurm import finished_job, sbatch
-from plugins.spack import bare_env, osu_releases
+from plugins.checkout import REPO_ROOT
+from plugins.spack import bare_env, cobalt_bench_prefixes, login_shell, osu_releases
 from plugins.workers import ETH_TEST_PORTS
-
-pytestmark = ETH_TEST_PORTS
 
 needs_spack = pytest.mark.needs_setup("spack")
 
@@ -80,6 +77,7 @@ def test_install_is_a_make_install_tree(spack_site, repo_root):
 
 
 @needs_spack
+@ETH_TEST_PORTS       # its eth-test on loopback; the module's other tests use no port
 def test_spack_test_run_runs_each_kernel_short(spack_site):
     """`spack test run cobalt-bench`: each kernel's --version and its short run, whose typed
     options (SHORT_RUNS) the installed `cobalt-bench options` turned into its command line."""
@@ -127,27 +125,6 @@ def test_module_load_cobalt_bench(spack_site, repo_root):
     assert env.get("COBALT_BENCH_SITE_CONFIGS") == str(share / "site-configs")
 
 
-def login_shell(script: str, cwd: Path, timeout: float = 120, **env):
-    """Run `script` in a new login shell (bash -l: /etc/profile and Lmod's initialisation)
-    started in `cwd` from a clean environment, as a user who has just logged in, with `env`
-    (MODULEPATH, SLURM_CONF), and a home and TMPDIR of its own beside `cwd` (ReFrame's
-    generic configuration logs to a temporary file)."""
-    home, tmp = cwd.parent / "home", cwd.parent / "tmp"
-    home.mkdir(exist_ok=True)
-    tmp.mkdir(exist_ok=True)
-    base = {k: os.environ[k] for k in ("USER", "LOGNAME", "LANG") if k in os.environ}
-    return subprocess.run(["bash", "-l", "-c", script], cwd=cwd, text=True,
-                          capture_output=True, timeout=timeout,
-                          env={**base, "HOME": str(home), "TMPDIR": str(tmp),
-                               "PATH": DEBIAN_PATH, **env})
-
-
-def cobalt_bench_prefixes(spack_site) -> dict:
-    """{name: prefix} of the installed cobalt-bench and of its direct dependencies."""
-    out = spack_site.spack("find", "-d", "--format", "{name} {prefix}", "cobalt-bench").stdout
-    return dict(re.findall(r"^(?:    )?(\S+) (/\S*)$", out, re.M))
-
-
 def pinned_reframe() -> str:
     """The ReFrame release requirements.txt pins (what the suite is tested with)."""
     text = (REPO_ROOT / "requirements.txt").read_text()
@@ -182,49 +159,6 @@ def test_module_gives_the_benchmarks_and_reframe_of_its_dependencies(spack_site,
                      re.M), spack_site.specs
     assert which[4].startswith(prefix["reframe"] + "/"), out
     assert which[5].startswith(prefix["cobalt-bench"] + "/"), out
-
-
-def _plain(text: str) -> str:
-    """ReFrame's output without its colours."""
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
-
-
-@needs_spack
-def test_design_card_commands(spack_site, slurm_cluster, tmp_path):
-    # What a user is told to type after the one install, exactly, in a fresh login in an
-    # empty directory: load the module, run the checks under ReFrame's own configuration
-    # (no site configuration: RFM_CONFIG_FILES unset), submit the OSU latency job to the
-    # local Slurm cluster. OSU comes from cobalt-bench's dependency alone.
-    prefix = cobalt_bench_prefixes(spack_site)
-    work = tmp_path / "work"
-    work.mkdir()
-    shell = login_shell("""
-        unset RFM_CONFIG_FILES
-        module load cobalt-bench
-        reframe -c $COBALT_BENCH_CHECKS -r
-        echo "reframe exit status $?"
-        sbatch $COBALT_BENCH_JOBS/osu_latency.slurm
-    """, work, timeout=900, MODULEPATH=str(spack_site.lmod_core),
-        SLURM_CONF=slurm_cluster.env["SLURM_CONF"])
-    out = _plain(shell.stdout + shell.stderr)
-    submitted = re.search(r"^Submitted batch job (\d+)$", shell.stdout, re.M)
-    assert submitted, out
-    jobid = submitted.group(1)
-    state = finished_job(jobid, slurm_cluster.env, timeout=300)
-    log = work / f"osu_latency-{jobid}.out"
-    text = log.read_text() if log.is_file() else f"(no {log})"
-    assert state == ("COMPLETED", "0:0"), text
-    osu = f"{prefix['osu-micro-benchmarks']}/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
-    assert f"running: srun {osu}" in text, text
-    assert (work / "results" / "slurm" / f"osu_latency-{jobid}.txt").is_file()
-
-    # The checks that fit this machine ran under ReFrame's generic system and passed.
-    assert "reframe exit status 0" in out, out
-    for check in ("MemTest", "Preflight"):
-        assert re.search(rf"^\[\s+OK\s+\] \(\d+/\d+\) {check} ", out, re.M), out
-    assert not re.search(r"^\[\s+FAIL\s+\]", out, re.M), out
-    assert re.search(r"^\[\s+PASSED\s+\] Ran (\d+)/\1 test case\(s\) .*\(0 failure\(s\)",
-                     out, re.M), out
 
 
 @needs_spack
@@ -369,29 +303,6 @@ def test_release_installs_outside_an_environment(spack_site, tmp_path):
     assert re.search(rf"^mem-test .*\b{re.escape(version)}\b", out.stdout + out.stderr, re.M), \
         out.stdout + out.stderr
     assert (prefix / "share" / "cobalt-bench" / "VERSION").read_text().strip() == version
-
-
-@needs_spack
-def test_ib_write_bw_job_runs_spacks_perftest(spack_site, slurm_cluster, tmp_path):
-    # One port pair per job, ib_write_bw from the perftest module. This machine has no
-    # InfiniBand device: the pair runs and ib_write_bw fails, saying so (exit code 1).
-    env = dict(slurm_cluster.env, MODULEPATH=str(spack_site.lmod_core),
-               PERFTEST_MODULE="perftest", IB_PAIR="mlx5_0:1=mlx5_1:1",
-               COBALT_BENCH_RESULTS=str(tmp_path / "results"), PATH=DEBIAN_PATH)
-    env = {k: v for k, v in env.items() if not k.startswith(("COBALT_BENCH_ROOT", "SLURM_JOB"))}
-    jobid = sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
-    state = finished_job(jobid, env)
-    text = (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
-    assert state == ("FAILED", "1:0"), text
-    assert "Version: 6.27, pair mlx5_0:1=mlx5_1:1" in text, text
-    assert "# ib_write_bw sender mlx5_0:1 receiver mlx5_1:1" in text, text
-    assert (tmp_path / "results" / "slurm" / f"ib_write_bw-{jobid}.txt").is_file()
-
-    env["IB_PAIR"] = "mlx5_0=mlx5_1"
-    jobid = sbatch(REPO_ROOT / "jobs" / "ib_write_bw.slurm", tmp_path, env)
-    assert finished_job(jobid, env) == ("FAILED", "2:0")
-    assert "IB_PAIR must be SEND_DEV:PORT=RECV_DEV:PORT" in \
-        (tmp_path / f"ib_write_bw-{jobid}.out").read_text()
 
 
 @needs_spack
