@@ -648,8 +648,11 @@ class busy_beside:
     sigmas, not named: the other workers' tests had slowed some of its peers' runs too.)
     The spinners are started before, stopped (SIGSTOP), and let go within 10 ms of the
     run's start: started then, Python's start-up under load left a 1 s run mostly alone
-    (CI saw the node at -17 %, no more than a clean peer). The other nodes' runs (their
-    own turns on this one machine: lib/shared-host.sh) have the cores to themselves.'''
+    (CI saw the node at -17 %, no more than a clean peer). They run in the node's cgroup,
+    sharing what the node gets of this machine: outside it, beside the other workers'
+    tests, they were a small part of the machine's load (CI saw the node at -20 %, its
+    peers at a third of their speed alone). The other nodes' runs (their own turns on this
+    one machine: lib/shared-host.sh) have the cores to themselves.'''
 
     def __init__(self, cluster, node):
         self.cgroup = node_cgroup(cluster, node)
@@ -689,6 +692,7 @@ class busy_beside:
         for _ in range(2 * len(os.sched_getaffinity(0))):
             p = subprocess.Popen([sys.executable, '-c', 'while True: pass'])
             p.send_signal(signal.SIGSTOP)
+            self.cgroup.add(p.pid)
             self.spinners.append(p)
         self.thread.start()
         return self
