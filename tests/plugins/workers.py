@@ -6,8 +6,9 @@ kernels' fixed durations), not computing.
   the local Slurm cluster (any of their tests asks for ``slurm_cluster``, directly or
   through another fixture), those that use the fleet's 8-node cluster beside it
   (``fleet_cluster``), those that use the faults' 2-node cluster (``fault_cluster``:
-  killed, timed-out and failed jobs, draining), and of the others those of Spack and of
-  the kernels (tests/integration/spack/, tests/kernels/) and the rest (as one stream they
+  killed, timed-out and failed jobs, draining; with it cb-linktest's kernel files), and
+  of the others those of Spack and of the kernels (tests/integration/spack/,
+  tests/kernels/) and the rest (as one stream they
   took 17 min on this project's 2-core machine, about as long as the local cluster's:
   2026-12-07). A file stays whole on one worker, so its module fixtures run once; a
   cluster's tests stay one at a time, as they share its nodes, its size and its state
@@ -47,9 +48,13 @@ CLUSTER_STREAMS = (("slurm_cluster", "local-slurm-cluster"), ("fleet_cluster", "
 OTHER_STREAM = "without-cluster"
 # (directory, stream) of a file that uses no cluster, the first whose directory holds it.
 # The Spack files without a cluster go with the kernels', first (their directory sorts
-# before tests/kernels/): the `local` environment's install, 300 s on a fresh cache, is
-# done there while the clusters' streams run their other files.
-OTHER_STREAMS = (("tests/integration/spack/", "kernels-spack"), ("tests/kernels/", "kernels-spack"))
+# before tests/kernels/): the `local` environment's install, 300-450 s on a fresh cache,
+# is done there while the clusters' streams run their other files. cb-linktest's files
+# (200 s) go to the faults' cluster's stream, which had that to spare (on a clean clone
+# of 3ce87af: the Spack and kernels' stream 1,080 s, the faults' 655 s).
+OTHER_STREAMS = (("tests/integration/spack/", "kernels-spack"),
+                 ("tests/kernels/cb_linktest/", "fault-cluster"),
+                 ("tests/kernels/", "kernels-spack"))
 # A cluster's file that uses the Spack install goes last in its stream, by when the
 # install is done (plugins/spack.py: one install per session, whichever worker asks first).
 LAST_IN_STREAM = "spack_site"
