@@ -706,6 +706,10 @@ class busy_beside:
         self.cgroup.__exit__(*exc)
 
 
+# A measurement against its peers beside the other workers' tests: a clean clone's run saw
+# the node at -64 %, its peers spread so widely (51.8-85.8 GFLOP/s) that it was 2.4 robust
+# sigmas off, under the threshold of 4.
+@pytest.mark.measures
 def test_a_node_whose_cores_are_shared_with_a_busy_process_is_named_by_cpu_test(
         tmp_path, fleet):
     site = os.path.join(ROOT, 'site-configs', 'local-slurm')
