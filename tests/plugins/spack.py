@@ -208,9 +208,9 @@ def spack_site(spack_offline):
                                  timeout=600)
         site_env.specs = site_env.spack("spec", "-I", timeout=600).stdout
         site_env.log = install.stdout + install.stderr + refresh.stdout + refresh.stderr
-        stamp.with_suffix(".tmp").write_text(
-            json.dumps({**this, "specs": site_env.specs, "log": site_env.log}))
-        stamp.with_suffix(".tmp").replace(stamp)
+        partial = stamp.with_suffix(".tmp")
+        partial.write_text(json.dumps({**this, "specs": site_env.specs, "log": site_env.log}))
+        partial.replace(stamp)
         return site_env
     finally:
         lock.close()

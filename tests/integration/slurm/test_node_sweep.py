@@ -102,6 +102,17 @@ class cpu_cgroup:
         with open(os.path.join(self.group, 'cgroup.procs')) as fp:
             return fp.read().split()
 
+    def named(self, comm):
+        '''Its processes whose name is `comm` (one that ended meanwhile left out).'''
+        found = []
+        for pid in self.pids():
+            try:
+                if Path(f'/proc/{pid}/comm').read_text().strip() == comm:
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
     def add(self, pid, group=None):
         try:
             with open(os.path.join(group or self.group, 'cgroup.procs'), 'w') as fp:
@@ -162,12 +173,7 @@ class slowed:
 
     def _watch(self):
         while not self.stop.is_set():
-            for pid in self.node.pids():
-                try:
-                    if Path(f'/proc/{pid}/comm').read_text().strip() != 'mem-test':
-                        continue
-                except OSError:
-                    continue
+            for pid in self.node.named('mem-test'):
                 self.slow.add(pid)
                 self.moved += 1
             time.sleep(0.01)
@@ -661,16 +667,6 @@ class busy_beside:
         self.shared = 0                  # cpu-test runs of the node that had company
         self.spinners = []
 
-    def _runs(self):
-        found = []
-        for pid in self.cgroup.pids():
-            try:
-                if Path(f'/proc/{pid}/comm').read_text().strip() == 'cpu-test':
-                    found.append(pid)
-            except OSError:
-                continue
-        return found
-
     def _signal_spinners(self, sig):
         for p in self.spinners:
             p.send_signal(sig)
@@ -678,7 +674,7 @@ class busy_beside:
     def _watch(self):
         spinning = False
         while not self.stop.is_set():
-            runs = self._runs()
+            runs = self.cgroup.named('cpu-test')
             if runs and not spinning:
                 self.shared += 1
                 self._signal_spinners(signal.SIGCONT)
